@@ -1,0 +1,247 @@
+// Package data holds migaudit's pinned implementations and the discriminator
+// constants, embedded so the binary is self-contained, together with the
+// formula evaluation both the audit and the discriminator use.
+package data
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+//go:embed implementations.json
+var implementationsJSON []byte
+
+// Position is a place in upstream source at a pinned commit.
+type Position struct {
+	Path string `json:"path"`
+	Line int    `json:"line"`
+}
+
+// Formula is a discriminator constant as the source defines it: a Go-syntax
+// expression over named runtime settings (min, max, + - * / and parentheses),
+// with the default value of each setting. Evaluate it with the run's own
+// settings (Eval) rather than trusting a typed-in number.
+type Formula struct {
+	// Expr is e.g. "min(10*S, max(2*S, 14720))".
+	Expr string `json:"expr"`
+	// Params are the defaults for the names in Expr, e.g. {"S": 1200}.
+	Params map[string]float64 `json:"params,omitempty"`
+	// Label says which variant this is ("by the constant", "effective").
+	Label string `json:"label,omitempty"`
+	// Source is where the expression stands upstream, at the pinned commit.
+	Source *Position `json:"source,omitempty"`
+	// Provenance says who established it: "audit <commit>" or "study table §6.2 (until audited)".
+	Provenance string `json:"provenance"`
+}
+
+// Constants are the three numbers the discriminator needs.
+type Constants struct {
+	// InitialWindows: a reset assigns exactly one of these (picoquic has two).
+	InitialWindows []Formula `json:"initial_windows"`
+	MinWindow      *Formula  `json:"min_window,omitempty"`
+	// LossFactor is the multiplicative decrease; nil when the algorithm has
+	// none that a single loss applies (picoquic's row in the study).
+	LossFactor *Formula `json:"loss_factor,omitempty"`
+	// DefaultRTTUS is the RTT estimator's initial value (what a stuck
+	// estimator shows), in µs.
+	DefaultRTT *Formula `json:"default_rtt_us,omitempty"`
+}
+
+// Implementation is one pinned QUIC implementation.
+type Implementation struct {
+	Name        string    `json:"name"`
+	Language    string    `json:"language"`
+	Upstream    string    `json:"upstream"`
+	Commit      string    `json:"commit"`
+	LiveVersion string    `json:"live_version,omitempty"`
+	Live        string    `json:"live,omitempty"` // how it runs here, or why it cannot
+	Constants   Constants `json:"constants"`
+}
+
+type file struct {
+	Implementations []Implementation `json:"implementations"`
+}
+
+// Implementations returns the embedded pins, sorted by name.
+func Implementations() ([]Implementation, error) {
+	var f file
+	if err := json.Unmarshal(implementationsJSON, &f); err != nil {
+		return nil, fmt.Errorf("data/implementations.json: %w", err)
+	}
+	sort.Slice(f.Implementations, func(i, j int) bool { return f.Implementations[i].Name < f.Implementations[j].Name })
+	return f.Implementations, nil
+}
+
+// Lookup returns the implementation named name (case-insensitive; "quicgo" and
+// "quic-go" are the same).
+func Lookup(name string) (Implementation, error) {
+	impls, err := Implementations()
+	if err != nil {
+		return Implementation{}, err
+	}
+	want := normalise(name)
+	var names []string
+	for _, im := range impls {
+		if normalise(im.Name) == want {
+			return im, nil
+		}
+		names = append(names, im.Name)
+	}
+	return Implementation{}, fmt.Errorf("unknown implementation %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+func normalise(s string) string {
+	return strings.ReplaceAll(strings.ToLower(s), "-", "")
+}
+
+// Eval evaluates the formula with its default params overridden by override.
+// It returns the value and the arithmetic written out, e.g.
+// "min(10*1452, max(2*1452, 14720)) = 14520".
+func (f Formula) Eval(override map[string]float64) (float64, string, error) {
+	params := map[string]float64{}
+	for k, v := range f.Params {
+		params[k] = v
+	}
+	for k, v := range override {
+		if _, ok := params[k]; ok {
+			params[k] = v
+		}
+	}
+	expr, err := parser.ParseExpr(f.Expr)
+	if err != nil {
+		return 0, "", fmt.Errorf("formula %q: %w", f.Expr, err)
+	}
+	v, err := eval(expr, params)
+	if err != nil {
+		return 0, "", fmt.Errorf("formula %q: %w", f.Expr, err)
+	}
+	return v, fmt.Sprintf("%s = %s", substitute(f.Expr, params), strconv.FormatFloat(v, 'f', -1, 64)), nil
+}
+
+func substitute(expr string, params map[string]float64) string {
+	names := make([]string, 0, len(params))
+	for k := range params {
+		names = append(names, k)
+	}
+	// Longest names first so "SS" is not half-replaced by "S".
+	sort.Slice(names, func(i, j int) bool { return len(names[i]) > len(names[j]) })
+	out := expr
+	for _, n := range names {
+		out = replaceIdent(out, n, strconv.FormatFloat(params[n], 'f', -1, 64))
+	}
+	return out
+}
+
+// replaceIdent replaces whole-identifier occurrences of name in s.
+func replaceIdent(s, name, with string) string {
+	isIdent := func(b byte) bool {
+		return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if strings.HasPrefix(s[i:], name) && (i == 0 || !isIdent(s[i-1])) && (i+len(name) == len(s) || !isIdent(s[i+len(name)])) {
+			b.WriteString(with)
+			i += len(name)
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
+}
+
+func eval(e ast.Expr, params map[string]float64) (float64, error) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind != token.INT && e.Kind != token.FLOAT {
+			return 0, fmt.Errorf("literal %s is not a number", e.Value)
+		}
+		return strconv.ParseFloat(e.Value, 64)
+	case *ast.Ident:
+		v, ok := params[e.Name]
+		if !ok {
+			return 0, fmt.Errorf("no value for %s", e.Name)
+		}
+		return v, nil
+	case *ast.ParenExpr:
+		return eval(e.X, params)
+	case *ast.UnaryExpr:
+		x, err := eval(e.X, params)
+		if err != nil {
+			return 0, err
+		}
+		if e.Op == token.SUB {
+			return -x, nil
+		}
+		if e.Op == token.ADD {
+			return x, nil
+		}
+		return 0, fmt.Errorf("operator %s not supported", e.Op)
+	case *ast.BinaryExpr:
+		x, err := eval(e.X, params)
+		if err != nil {
+			return 0, err
+		}
+		y, err := eval(e.Y, params)
+		if err != nil {
+			return 0, err
+		}
+		switch e.Op {
+		case token.ADD:
+			return x + y, nil
+		case token.SUB:
+			return x - y, nil
+		case token.MUL:
+			return x * y, nil
+		case token.QUO:
+			if y == 0 {
+				return 0, fmt.Errorf("division by zero")
+			}
+			return x / y, nil
+		}
+		return 0, fmt.Errorf("operator %s not supported", e.Op)
+	case *ast.CallExpr:
+		fn, ok := e.Fun.(*ast.Ident)
+		if !ok {
+			return 0, fmt.Errorf("unsupported call")
+		}
+		args := make([]float64, len(e.Args))
+		for i, a := range e.Args {
+			v, err := eval(a, params)
+			if err != nil {
+				return 0, err
+			}
+			args[i] = v
+		}
+		switch fn.Name {
+		case "min", "max":
+			if len(args) == 0 {
+				return 0, fmt.Errorf("%s needs arguments", fn.Name)
+			}
+			r := args[0]
+			for _, a := range args[1:] {
+				if fn.Name == "min" {
+					r = math.Min(r, a)
+				} else {
+					r = math.Max(r, a)
+				}
+			}
+			return r, nil
+		case "floor":
+			if len(args) != 1 {
+				return 0, fmt.Errorf("floor takes one argument")
+			}
+			return math.Floor(args[0]), nil
+		}
+		return 0, fmt.Errorf("unknown function %s", fn.Name)
+	}
+	return 0, fmt.Errorf("unsupported expression %T", e)
+}

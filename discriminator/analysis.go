@@ -1,0 +1,105 @@
+// Package discriminator classifies every congestion-window decrease around a
+// migration as a reset, a loss backoff, a loss floor, a below-initial cascade
+// or unexplained, and attributes the post-migration RTT to a path.
+package discriminator
+
+// CollapseKind classifies one window decrease.
+type CollapseKind string
+
+const (
+	Reset        CollapseKind = "RESET"
+	LossBackoff  CollapseKind = "LOSS_BACKOFF"
+	LossFloor    CollapseKind = "LOSS_FLOOR"
+	BelowInitial CollapseKind = "BELOW_INITIAL"
+	Unexplained  CollapseKind = "UNEXPLAINED"
+)
+
+// MigrationKind is what the trace shows happened to the peer's address.
+type MigrationKind string
+
+const (
+	IPMigration MigrationKind = "ip"
+	PortRebind  MigrationKind = "port-only"
+	NoMigration MigrationKind = "none"
+)
+
+// Migration is the migration found in a trace.
+type Migration struct {
+	Kind MigrationKind `json:"kind"`
+	// AtUS is the migration instant (µs from trace reference): the path
+	// validation exchange or the first datagram from/to the new address.
+	AtUS int64 `json:"at_us"`
+	// Evidence says what the instant and kind were read from.
+	Evidence string `json:"evidence"`
+	OldAddr  string `json:"old_addr,omitempty"`
+	NewAddr  string `json:"new_addr,omitempty"`
+	// PathValidationRTTUS is PATH_CHALLENGE sent → PATH_RESPONSE received, when logged.
+	PathValidationRTTUS int64 `json:"path_validation_rtt_us,omitempty"`
+}
+
+// Collapse is one classified window decrease.
+type Collapse struct {
+	Kind          CollapseKind `json:"kind"`
+	AtUS          int64        `json:"at_us"`
+	ValueBytes    int64        `json:"value_bytes"`
+	PreviousBytes int64        `json:"previous_bytes"`
+	PathID        string       `json:"path_id,omitempty"`
+	// Explanation shows the arithmetic: "0.7 x 280414 = 196289.8 → 196289".
+	Explanation string `json:"explanation"`
+}
+
+// ConstantValue is a discriminator constant evaluated with the run's settings.
+type ConstantValue struct {
+	Name       string  `json:"name"`
+	Expr       string  `json:"expr"`
+	Value      float64 `json:"value"`
+	Arithmetic string  `json:"arithmetic"`
+	Provenance string  `json:"provenance"`
+}
+
+// RTTAttribution says which network the post-migration RTT describes.
+type RTTAttribution struct {
+	// FirstAfterUS is the first smoothed RTT sample after migration, in µs.
+	FirstAfterUS int64 `json:"first_after_us"`
+	// Attribution: "new-path", "old-path", "default", "converging", "unknown".
+	Attribution string `json:"attribution"`
+	OldPathUS   int64  `json:"old_path_us,omitempty"`
+	NewPathUS   int64  `json:"new_path_us,omitempty"`
+	DefaultUS   int64  `json:"default_us,omitempty"`
+	// ConvergedAfterUS is how long after migration the estimate reached the
+	// new path (0 when it never did or was there at once).
+	ConvergedAfterUS int64  `json:"converged_after_us,omitempty"`
+	Detail           string `json:"detail,omitempty"`
+}
+
+// Verdict is a per-trace answer to Q1 or Q3.
+type Verdict struct {
+	Answer string `json:"answer"` // YES, NO, UNKNOWN
+	Reason string `json:"reason"`
+}
+
+// Analysis is the stable JSON interface `migaudit analyze --format json`
+// emits and the survey consumes.
+type Analysis struct {
+	Implementation string    `json:"implementation"`
+	Trace          string    `json:"trace"`
+	Format         string    `json:"format"`
+	Vantage        string    `json:"vantage,omitempty"`
+	PathIDs        bool      `json:"path_ids"`
+	Migration      Migration `json:"migration"`
+	// Scope is the interval whose decreases were classified.
+	ScopeFromUS int64           `json:"scope_from_us"`
+	ScopeToUS   int64           `json:"scope_to_us"`
+	Constants   []ConstantValue `json:"constants"`
+	Events      []Collapse      `json:"events"`
+	// WindowBeforeBytes is the peak window before the migration.
+	WindowBeforeBytes int64 `json:"window_before_bytes"`
+	// WindowAfterBytes is the reset value when a reset was observed, else
+	// the minimum window inside the scope after migration.
+	WindowAfterBytes int64          `json:"window_after_bytes"`
+	ResetObserved    bool           `json:"reset_observed"`
+	RTT              RTTAttribution `json:"rtt"`
+	Q1               Verdict        `json:"q1"`
+	Q3               Verdict        `json:"q3"`
+	Warnings         []string       `json:"warnings,omitempty"`
+}
