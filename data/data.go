@@ -4,7 +4,7 @@
 package data
 
 import (
-	_ "embed"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -244,4 +244,27 @@ func eval(e ast.Expr, params map[string]float64) (float64, error) {
 		return 0, fmt.Errorf("unknown function %s", fn.Name)
 	}
 	return 0, fmt.Errorf("unsupported expression %T", e)
+}
+
+//go:embed constants
+var constantsFS embed.FS
+
+// ConstantsFor returns the discriminator constants for an implementation:
+// the audited ones from data/constants/<name>.json when the audit has written
+// them, otherwise the provisional values in implementations.json. The
+// returned bool is true when the constants come from an audit.
+func ConstantsFor(name string) (Constants, bool, error) {
+	im, err := Lookup(name)
+	if err != nil {
+		return Constants{}, false, err
+	}
+	b, err := constantsFS.ReadFile("constants/" + im.Name + ".json")
+	if err != nil {
+		return im.Constants, false, nil
+	}
+	var c Constants
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Constants{}, false, fmt.Errorf("data/constants/%s.json: %w", im.Name, err)
+	}
+	return c, true, nil
 }
