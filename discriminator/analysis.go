@@ -21,6 +21,13 @@ const (
 	IPMigration MigrationKind = "ip"
 	PortRebind  MigrationKind = "port-only"
 	NoMigration MigrationKind = "none"
+	// PathChange: a path-validation exchange shows the path changed, but the
+	// trace logs no addresses, so IP migration and port-only rebinding
+	// cannot be told apart from this trace.
+	PathChange MigrationKind = "path-change"
+	// GivenInstant: the timeline has no path events; the instant was
+	// supplied by the user (--migration-at) and the kind is not known.
+	GivenInstant MigrationKind = "given"
 )
 
 // Migration is the migration found in a trace.
@@ -35,6 +42,11 @@ type Migration struct {
 	NewAddr  string `json:"new_addr,omitempty"`
 	// PathValidationRTTUS is PATH_CHALLENGE sent → PATH_RESPONSE received, when logged.
 	PathValidationRTTUS int64 `json:"path_validation_rtt_us,omitempty"`
+	// PathValidationAtUS is the first PATH_CHALLENGE/PATH_RESPONSE of the
+	// exchange that belongs to this migration; the scope is anchored on it.
+	PathValidationAtUS int64 `json:"path_validation_at_us,omitempty"`
+	// Found is false when no migration was found (Kind "none").
+	Found bool `json:"found"`
 }
 
 // Collapse is one classified window decrease.
@@ -44,6 +56,13 @@ type Collapse struct {
 	ValueBytes    int64        `json:"value_bytes"`
 	PreviousBytes int64        `json:"previous_bytes"`
 	PathID        string       `json:"path_id,omitempty"`
+	// SincePreviousUS is the time since the previous classified decrease on
+	// the same path (0 for the first): two close events stay two events.
+	SincePreviousUS int64 `json:"since_previous_us,omitempty"`
+	// Ambiguous is set when more than one explanation fits the numbers
+	// (e.g. the initial window is also 0.7 x the previous value); an
+	// ambiguous RESET does not count as a reset observed.
+	Ambiguous bool `json:"ambiguous,omitempty"`
 	// Explanation shows the arithmetic: "0.7 x 280414 = 196289.8 → 196289".
 	Explanation string `json:"explanation"`
 }
@@ -61,11 +80,26 @@ type ConstantValue struct {
 type RTTAttribution struct {
 	// FirstAfterUS is the first smoothed RTT sample after migration, in µs.
 	FirstAfterUS int64 `json:"first_after_us"`
-	// Attribution: "new-path", "old-path", "default", "converging", "unknown".
+	// Attribution: "new-path", "old-path", "default", "converging",
+	// "mixed" (metrics without path id interleave two paths' estimators),
+	// "unknown".
 	Attribution string `json:"attribution"`
-	OldPathUS   int64  `json:"old_path_us,omitempty"`
-	NewPathUS   int64  `json:"new_path_us,omitempty"`
-	DefaultUS   int64  `json:"default_us,omitempty"`
+	// FirstAfterAtUS is when FirstAfterUS was logged (µs from trace reference).
+	FirstAfterAtUS int64 `json:"first_after_at_us,omitempty"`
+	// NewPathSource says where NewPathUS came from: "given", "path-validation".
+	NewPathSource string `json:"new_path_source,omitempty"`
+	// PinnedUS is how long the smoothed RTT stayed exactly at the default
+	// after migration (to the end of the trace when Attribution is "default").
+	PinnedUS      int64 `json:"pinned_us,omitempty"`
+	PinnedSamples int   `json:"pinned_samples,omitempty"`
+	// OldPathPacket is set when the first RTT sample after migration was
+	// taken from an ACK of a packet sent before the migration (packet
+	// numbers logged); OldPathPacketNumber names it.
+	OldPathPacket       bool  `json:"old_path_packet,omitempty"`
+	OldPathPacketNumber int64 `json:"old_path_packet_number,omitempty"`
+	OldPathUS           int64 `json:"old_path_us,omitempty"`
+	NewPathUS           int64 `json:"new_path_us,omitempty"`
+	DefaultUS           int64 `json:"default_us,omitempty"`
 	// ConvergedAfterUS is how long after migration the estimate reached the
 	// new path (0 when it never did or was there at once).
 	ConvergedAfterUS int64  `json:"converged_after_us,omitempty"`

@@ -1,0 +1,278 @@
+// Package survey builds, checks and renders data/survey_results.json, the
+// single source of truth for every claim migaudit makes: per implementation
+// the three answers (from source, from live runs, or both), the discriminator
+// constants with their source positions, the live figures per repetition and
+// the evidence files; and the cross-cutting findings computed from those
+// entries. Tables and bug reports are generated from the file alone.
+package survey
+
+// Survey is the whole of data/survey_results.json.
+type Survey struct {
+	SchemaVersion int    `json:"schema_version"`
+	GeneratedBy   string `json:"generated_by"`
+	GeneratedAt   string `json:"generated_at"`
+	// Inputs records where the survey was built from, so a reader knows
+	// which claims rest on which sources.
+	Inputs          Inputs           `json:"inputs"`
+	Implementations []Implementation `json:"implementations"`
+	CrossCutting    CrossCutting     `json:"cross_cutting"`
+	// Disagreements lists every question where source and live differ; they
+	// are reported, never resolved silently.
+	Disagreements []Disagreement `json:"disagreements"`
+	// Validation is what the last `migaudit validate` found.
+	Validation *ValidationRecord `json:"validation,omitempty"`
+}
+
+// Inputs are the directories the survey read.
+type Inputs struct {
+	Mirrors  string   `json:"mirrors,omitempty"`
+	Evidence string   `json:"evidence,omitempty"`
+	Results  []string `json:"results,omitempty"`
+}
+
+// Implementation is one surveyed QUIC implementation.
+type Implementation struct {
+	Name        string `json:"name"`
+	Language    string `json:"language"`
+	Upstream    string `json:"upstream"`
+	Commit      string `json:"commit"`
+	LiveVersion string `json:"live_version,omitempty"`
+	// SourceAudited is false when no source was available to the survey.
+	SourceAudited bool     `json:"source_audited"`
+	Answers       []Answer `json:"answers"`
+	// Reachability is the migration reset hook and who calls it.
+	Reachability *Reachability `json:"reachability,omitempty"`
+	Constants    []Constant    `json:"constants"`
+	Live         *Live         `json:"live,omitempty"`
+	// Notes are caveats that belong to this implementation.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Established says how an answer was obtained.
+const (
+	BySource     = "source"
+	ByLive       = "live"
+	BySourceLive = "source+live"
+)
+
+// Agreement between the source and live answers.
+const (
+	Agree      = "agree"
+	Consistent = "consistent" // live covers one role of a role-dependent source answer and matches it
+	Disagree   = "disagree"
+	SourceOnly = "source-only"
+	LiveOnly   = "live-only"
+	NoAnswer   = "none"
+)
+
+// Answer is one question answered for one implementation.
+type Answer struct {
+	Question         string `json:"question"`
+	RequirementLevel string `json:"requirement_level"`
+	Requirement      string `json:"requirement"`
+	Answer           string `json:"answer"`
+	Established      string `json:"established"`
+	SourceAnswer     string `json:"source_answer,omitempty"`
+	LiveAnswer       string `json:"live_answer,omitempty"`
+	Agreement        string `json:"agreement"`
+	Mechanism        string `json:"mechanism,omitempty"`
+	Detail           string `json:"detail,omitempty"`
+	// Roles holds per-role source answers when the answer depends on which
+	// endpoint is asked (ASYMMETRIC).
+	Roles    []RoleAnswer   `json:"roles,omitempty"`
+	Counts   map[string]int `json:"counts,omitempty"`
+	Evidence []Evidence     `json:"evidence"`
+}
+
+// RoleAnswer is the answer for one endpoint role.
+type RoleAnswer struct {
+	Role   string `json:"role"`
+	Answer string `json:"answer"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Evidence is a position in upstream source at the pinned commit.
+type Evidence struct {
+	Path      string `json:"path"`
+	Line      int    `json:"line"`
+	Excerpt   string `json:"excerpt"`
+	Permalink string `json:"permalink"`
+	Kind      string `json:"kind,omitempty"`
+	Note      string `json:"note,omitempty"`
+}
+
+// Reachability is the implementation's migration reset hook: how many
+// handlers implement it and how many places call (or dispatch) it.
+type Reachability struct {
+	Symbol string `json:"symbol"`
+	// Form is "function" (called by name) or "notification" (an enum value
+	// passed to a dispatcher and handled by case labels).
+	Form      string     `json:"form"`
+	Handlers  int        `json:"handlers"`
+	CallSites int        `json:"call_sites"`
+	Calls     []Evidence `json:"calls"`
+	// HandlerSites are the handler positions (case labels or implementations).
+	HandlerSites []Evidence `json:"handler_sites"`
+	Dead         bool       `json:"dead"`
+}
+
+// Constant is a discriminator constant read out of source.
+type Constant struct {
+	Name       string             `json:"name"`
+	Label      string             `json:"label,omitempty"`
+	Expr       string             `json:"expr"`
+	Params     map[string]float64 `json:"params,omitempty"`
+	Value      float64            `json:"value"`
+	Arithmetic string             `json:"arithmetic"`
+	Provenance string             `json:"provenance"`
+	Source     *Evidence          `json:"source,omitempty"`
+}
+
+// Live origins.
+const (
+	OwnRuns   = "own-runs"  // this project's runs, evidence committed under data/evidence
+	Reference = "reference" // the study's traces in ../shared/reference, never copied in
+)
+
+// Live is what the running program showed.
+type Live struct {
+	Origin      string       `json:"origin"`
+	Repetitions []Repetition `json:"repetitions"`
+	// Retained is the number of repetitions with their own evidence.
+	Retained int `json:"retained"`
+	// IPChanges is the number of repetitions verified as a genuine IP change.
+	IPChanges int    `json:"ip_changes"`
+	Summary   string `json:"summary"`
+}
+
+// Repetition is one live run (or one reference trace / timeline).
+type Repetition struct {
+	ID string `json:"id"`
+	// Files are paths to the evidence, relative to the repository root for
+	// own runs and to the --evidence directory for reference evidence.
+	Trace       string `json:"trace"`
+	TraceSHA256 string `json:"trace_sha256"`
+	Format      string `json:"format"`
+	Manifest    string `json:"manifest,omitempty"`
+	Calibration string `json:"calibration,omitempty"`
+	Analysis    string `json:"analysis,omitempty"`
+	Vantage     string `json:"vantage,omitempty"`
+	Version     string `json:"version,omitempty"`
+	// NewPathRTTUS is the configured round trip of the path migrated to.
+	NewPathRTTUS      int64      `json:"new_path_rtt_us,omitempty"`
+	Migration         Migration  `json:"migration"`
+	ScopeFromUS       int64      `json:"scope_from_us"`
+	ScopeToUS         int64      `json:"scope_to_us"`
+	WindowBeforeBytes int64      `json:"window_before_bytes"`
+	WindowAfterBytes  int64      `json:"window_after_bytes"`
+	ResetObserved     bool       `json:"reset_observed"`
+	Events            []Event    `json:"events"`
+	RTT               RTT        `json:"rtt"`
+	Q1                string     `json:"q1"`
+	Q3                string     `json:"q3"`
+	Warnings          []string   `json:"warnings,omitempty"`
+	Constants         []LiveCons `json:"constants,omitempty"`
+}
+
+// LiveCons is a constant evaluated with the run's own settings.
+type LiveCons struct {
+	Name       string  `json:"name"`
+	Value      float64 `json:"value"`
+	Arithmetic string  `json:"arithmetic"`
+}
+
+// Migration is the migration found in the trace.
+type Migration struct {
+	Kind                string `json:"kind"`
+	AtUS                int64  `json:"at_us"`
+	Evidence            string `json:"evidence"`
+	OldAddr             string `json:"old_addr,omitempty"`
+	NewAddr             string `json:"new_addr,omitempty"`
+	PathValidationRTTUS int64  `json:"path_validation_rtt_us,omitempty"`
+}
+
+// Event is one classified window decrease.
+type Event struct {
+	Kind          string `json:"kind"`
+	AtUS          int64  `json:"at_us"`
+	ValueBytes    int64  `json:"value_bytes"`
+	PreviousBytes int64  `json:"previous_bytes"`
+	Explanation   string `json:"explanation,omitempty"`
+}
+
+// RTT says which network the first post-migration RTT describes.
+type RTT struct {
+	FirstAfterUS     int64  `json:"first_after_us"`
+	Attribution      string `json:"attribution"`
+	OldPathUS        int64  `json:"old_path_us,omitempty"`
+	NewPathUS        int64  `json:"new_path_us,omitempty"`
+	DefaultUS        int64  `json:"default_us,omitempty"`
+	ConvergedAfterUS int64  `json:"converged_after_us,omitempty"`
+	Detail           string `json:"detail,omitempty"`
+}
+
+// CrossCutting findings, computed from the implementation entries.
+type CrossCutting struct {
+	F1 DeadHooks     `json:"F1"`
+	F2 Mechanisms    `json:"F2"`
+	F3 UnusedInitRTT `json:"F3"`
+}
+
+// DeadHooks is F1: implementations whose migration reset hook nothing calls.
+type DeadHooks struct {
+	Statement       string         `json:"statement"`
+	Implementations []string       `json:"implementations"`
+	CallSites       map[string]int `json:"call_sites"`
+}
+
+// Mechanisms is F2: how many distinct mechanisms decide Q1/Q3.
+type Mechanisms struct {
+	Statement  string            `json:"statement"`
+	Distinct   int               `json:"distinct"`
+	Of         int               `json:"of"`
+	Mechanisms map[string]string `json:"mechanisms"`
+}
+
+// UnusedInitRTT is F3: who uses the path-validation RTT as the initial RTT.
+type UnusedInitRTT struct {
+	Statement string   `json:"statement"`
+	Users     []string `json:"users"`
+	Of        int      `json:"of"`
+}
+
+// Disagreement is a question on which source and live differ.
+type Disagreement struct {
+	Implementation string `json:"implementation"`
+	Question       string `json:"question"`
+	Source         string `json:"source"`
+	Live           string `json:"live"`
+	Detail         string `json:"detail"`
+}
+
+// ValidationRecord is what `migaudit validate` last found.
+type ValidationRecord struct {
+	At           string `json:"at"`
+	Passed       int    `json:"passed"`
+	Failed       int    `json:"failed"`
+	Unverifiable int    `json:"unverifiable"`
+}
+
+// Find returns the implementation named name, or nil.
+func (s *Survey) Find(name string) *Implementation {
+	for i := range s.Implementations {
+		if s.Implementations[i].Name == name {
+			return &s.Implementations[i]
+		}
+	}
+	return nil
+}
+
+// Answer returns the answer to question q, or nil.
+func (im *Implementation) Answer(q string) *Answer {
+	for i := range im.Answers {
+		if im.Answers[i].Question == q {
+			return &im.Answers[i]
+		}
+	}
+	return nil
+}

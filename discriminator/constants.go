@@ -1,0 +1,121 @@
+package discriminator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/migaudit/migaudit/data"
+)
+
+// constantSet is the implementation's discriminator constants evaluated with
+// the run's parameters. Values are bytes (windows), a ratio (factor) and µs
+// (default RTT).
+type constantSet struct {
+	initial    []int64
+	minWindow  int64 // 0 = unknown
+	factor     float64
+	hasFactor  bool
+	defaultRTT int64 // 0 = unknown
+	audited    bool
+	reported   []ConstantValue
+}
+
+// traceParams maps a trace's Meta.Params names onto formula parameters, per
+// implementation, where the trace logs exactly the quantity the formula
+// means. Only exact meanings are listed: quic-go's max_udp_payload_size is
+// not its congestion datagram size, so it is not mapped.
+var traceParams = map[string]map[string]string{
+	"picoquic": {"send_size": "S", "negotiated_send_size": "S"},
+}
+
+// evalConstants reads the implementation's constants from data/ and
+// evaluates every formula with params (which override the formulas'
+// defaults).
+func evalConstants(impl string, params map[string]float64) (constantSet, error) {
+	c, audited, err := data.ConstantsFor(impl)
+	if err != nil {
+		return constantSet{}, err
+	}
+	cs := constantSet{audited: audited}
+	eval := func(name string, f data.Formula) (float64, error) {
+		v, arith, err := f.Eval(params)
+		if err != nil {
+			return 0, fmt.Errorf("%s constant %s: %w", impl, name, err)
+		}
+		prov := f.Provenance
+		if f.Source != nil {
+			prov = fmt.Sprintf("%s (%s:%d)", prov, f.Source.Path, f.Source.Line)
+		}
+		label := name
+		if f.Label != "" {
+			label = name + " — " + f.Label
+		}
+		cs.reported = append(cs.reported, ConstantValue{Name: label, Expr: f.Expr, Value: v, Arithmetic: arith, Provenance: prov})
+		return v, nil
+	}
+	for _, f := range c.InitialWindows {
+		v, err := eval("initial_window", f)
+		if err != nil {
+			return constantSet{}, err
+		}
+		cs.initial = append(cs.initial, int64(v))
+	}
+	if len(cs.initial) == 0 {
+		return constantSet{}, fmt.Errorf("%s: data has no initial window; a reset cannot be recognised", impl)
+	}
+	if c.MinWindow != nil {
+		v, err := eval("min_window", *c.MinWindow)
+		if err != nil {
+			return constantSet{}, err
+		}
+		cs.minWindow = int64(v)
+	}
+	if c.LossFactor != nil {
+		v, err := eval("loss_factor", *c.LossFactor)
+		if err != nil {
+			return constantSet{}, err
+		}
+		cs.factor, cs.hasFactor = v, true
+	}
+	if c.DefaultRTT != nil {
+		v, err := eval("default_rtt_us", *c.DefaultRTT)
+		if err != nil {
+			return constantSet{}, err
+		}
+		cs.defaultRTT = int64(v)
+	}
+	return cs, nil
+}
+
+// mergeParams combines the trace's mapped params with the user's overrides
+// (user wins) and says which trace params were used.
+func mergeParams(impl string, trace map[string]int64, user map[string]float64) (map[string]float64, []string) {
+	out := map[string]float64{}
+	var used []string
+	if m, ok := traceParams[canonicalImpl(impl)]; ok {
+		names := make([]string, 0, len(trace))
+		for k := range trace {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if p, ok := m[k]; ok {
+				out[p] = float64(trace[k])
+				used = append(used, fmt.Sprintf("%s=%d from the trace (%s)", p, trace[k], k))
+			}
+		}
+	}
+	for k, v := range user {
+		out[k] = v
+	}
+	return out, used
+}
+
+func canonicalImpl(name string) string {
+	im, err := data.Lookup(name)
+	if err != nil {
+		return strings.ToLower(name)
+	}
+	return im.Name
+}

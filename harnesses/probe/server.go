@@ -1,0 +1,199 @@
+package probe
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// Refuse selects how a test server refuses migration. A real deployment
+// refuses either by announcing disable_active_migration (quic-go, as a
+// server, has no knob to send it) or, far more often (QUICstep §4.2), by a
+// load balancer that does not route a migrated 4-tuple back to the same
+// server. The test server models the latter by dropping datagrams.
+type Refuse string
+
+const (
+	RefuseNone Refuse = ""     // accept migration
+	RefuseIP   Refuse = "ip"   // drop datagrams from any IP but the first client's
+	RefuseAll  Refuse = "all"  // drop datagrams from any 4-tuple but the first
+	refuseFlag        = "none" // CLI spelling of RefuseNone
+)
+
+// ParseRefuse reads a --refuse value.
+func ParseRefuse(s string) (Refuse, error) {
+	switch s {
+	case "", refuseFlag:
+		return RefuseNone, nil
+	case "ip":
+		return RefuseIP, nil
+	case "all":
+		return RefuseAll, nil
+	}
+	return "", fmt.Errorf("--refuse %q: want none, ip or all", s)
+}
+
+// ServerOptions configure the probe's test server.
+type ServerOptions struct {
+	Listen string // ADDR:PORT
+	Refuse Refuse
+	// BodyBytes is the size of every GET response (default 16 KiB).
+	BodyBytes int
+	// ListenPacket opens the server socket (default net.ListenPacket); the
+	// testbed mode opens it inside the server namespace.
+	ListenPacket func(addr string) (net.PacketConn, error)
+}
+
+// filterConn drops datagrams from addresses the refusal mode rejects.
+type filterConn struct {
+	net.PacketConn
+	mode  Refuse
+	mu    sync.Mutex
+	first *net.UDPAddr
+}
+
+func (f *filterConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	for {
+		n, addr, err := f.PacketConn.ReadFrom(b)
+		if err != nil || f.allow(addr) {
+			return n, addr, err
+		}
+	}
+}
+
+func (f *filterConn) allow(a net.Addr) bool {
+	ua, ok := a.(*net.UDPAddr)
+	if !ok || f.mode == RefuseNone {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first == nil {
+		f.first = ua
+		return true
+	}
+	if f.mode == RefuseIP {
+		return ua.IP.Equal(f.first.IP)
+	}
+	return ua.IP.Equal(f.first.IP) && ua.Port == f.first.Port
+}
+
+// Serve runs an HTTP/3 server until ctx is done. ready, if not nil, receives
+// the bound address once listening.
+func Serve(ctx context.Context, opt ServerOptions, ready chan<- net.Addr) error {
+	if opt.BodyBytes == 0 {
+		opt.BodyBytes = 16 << 10
+	}
+	cert, err := SelfSigned()
+	if err != nil {
+		return err
+	}
+	listen := opt.ListenPacket
+	if listen == nil {
+		listen = func(a string) (net.PacketConn, error) { return net.ListenPacket("udp", a) }
+	}
+	uc, err := listen(opt.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", opt.Listen, err)
+	}
+	var pc net.PacketConn = uc
+	if opt.Refuse != RefuseNone {
+		pc = &filterConn{PacketConn: uc, mode: opt.Refuse}
+	}
+	body := make([]byte, opt.BodyBytes)
+	for i := range body {
+		body[i] = byte('a' + i%26)
+	}
+	srv := &http3.Server{
+		TLSConfig:  http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}),
+		QUICConfig: &quic.Config{MaxIdleTimeout: 30 * time.Second},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.Write(body)
+		}),
+	}
+	if ready != nil {
+		ready <- uc.LocalAddr()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(pc) }()
+	select {
+	case <-ctx.Done():
+		srv.Close()
+		uc.Close()
+		return nil
+	case err := <-errc:
+		uc.Close()
+		return err
+	}
+}
+
+// SelfSigned makes a throwaway certificate for a test server. Nothing is
+// written to disk unless WriteSelfSigned is used.
+func SelfSigned() (tls.Certificate, error) {
+	certPEM, keyPEM, err := selfSignedPEM()
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
+// WriteSelfSigned writes a throwaway key and certificate into dir (for
+// servers such as ngtcp2's that read them from files) and returns the paths.
+func WriteSelfSigned(dir string) (keyFile, certFile string, err error) {
+	certPEM, keyPEM, err := selfSignedPEM()
+	if err != nil {
+		return "", "", err
+	}
+	keyFile, certFile = filepath.Join(dir, "server.key"), filepath.Join(dir, "server.crt")
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+		return "", "", err
+	}
+	return keyFile, certFile, nil
+}
+
+func selfSignedPEM() (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "migaudit test server"},
+		DNSNames:     []string{"localhost", "migaudit.test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
+}

@@ -1,0 +1,192 @@
+package run
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ProcSpec describes a process a harness starts with Start.
+type ProcSpec struct {
+	Role string
+	NS   string
+	Cmd  *exec.Cmd
+	// Dir is the repetition directory; output goes to <Role>.stdout and
+	// <Role>.stderr there (".gz" appended when compressed).
+	Dir string
+	// OnStdout / OnStderr, when set, see every line as it is written.
+	OnStdout, OnStderr func(line string)
+	// GzipStdout / GzipStderr compress the saved stream (debug logs of
+	// tens of MB).
+	GzipStdout, GzipStderr bool
+}
+
+// Proc is a started process.
+type Proc struct {
+	spec   ProcSpec
+	rec    Process
+	done   chan struct{}
+	err    error
+	mu     sync.Mutex
+	killed bool
+	wg     sync.WaitGroup
+	files  []io.Closer
+}
+
+// Start starts spec.Cmd in its own process group with its output saved in
+// spec.Dir. Files are created with O_EXCL: a harness can never overwrite
+// another process's output.
+func Start(spec ProcSpec) (*Proc, error) {
+	p := &Proc{spec: spec, done: make(chan struct{})}
+	p.rec = Process{Role: spec.Role, Argv: spec.Cmd.Args, NS: spec.NS}
+	outW, outName, err := p.sink(spec.Role+".stdout", spec.GzipStdout)
+	if err != nil {
+		return nil, err
+	}
+	errW, errName, err := p.sink(spec.Role+".stderr", spec.GzipStderr)
+	if err != nil {
+		p.closeFiles()
+		return nil, err
+	}
+	p.rec.Stdout, p.rec.Stderr = outName, errName
+	outR, err := spec.Cmd.StdoutPipe()
+	if err != nil {
+		p.closeFiles()
+		return nil, fmt.Errorf("%s: stdout pipe: %w", spec.Role, err)
+	}
+	errR, err := spec.Cmd.StderrPipe()
+	if err != nil {
+		p.closeFiles()
+		return nil, fmt.Errorf("%s: stderr pipe: %w", spec.Role, err)
+	}
+	if spec.Cmd.SysProcAttr == nil {
+		spec.Cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	spec.Cmd.SysProcAttr.Setpgid = true
+	spec.Cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	p.rec.Start = time.Now()
+	if err := spec.Cmd.Start(); err != nil {
+		p.closeFiles()
+		return nil, fmt.Errorf("start %s (%s): %w", spec.Role, spec.Cmd.Path, err)
+	}
+	p.wg.Add(2)
+	go p.pump(outR, outW, spec.OnStdout)
+	go p.pump(errR, errW, spec.OnStderr)
+	go func() {
+		p.wg.Wait() // pipes drained before Wait closes them
+		p.err = spec.Cmd.Wait()
+		p.rec.End = time.Now()
+		p.rec.ExitCode = -1
+		if spec.Cmd.ProcessState != nil {
+			p.rec.ExitCode = spec.Cmd.ProcessState.ExitCode()
+		}
+		p.closeFiles()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *Proc) sink(name string, gz bool) (io.Writer, string, error) {
+	if gz {
+		name += ".gz"
+	}
+	f, err := os.OpenFile(filepath.Join(p.spec.Dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s output: %w", p.spec.Role, err)
+	}
+	if !gz {
+		p.files = append(p.files, f)
+		return f, name, nil
+	}
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	p.files = append(p.files, zw, f) // gzip first, then the file
+	return zw, name, nil
+}
+
+func (p *Proc) closeFiles() {
+	for _, c := range p.files {
+		_ = c.Close()
+	}
+	p.files = nil
+}
+
+func (p *Proc) pump(r io.Reader, w io.Writer, on func(string)) {
+	defer p.wg.Done()
+	if on == nil {
+		_, _ = io.Copy(w, r)
+		return
+	}
+	br := bufio.NewReaderSize(r, 1<<16)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			_, _ = w.Write(line)
+			on(string(trimEOL(line)))
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			_, _ = io.Copy(w, br)
+			return
+		}
+	}
+}
+
+func trimEOL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// Done is closed when the process has exited and its output is saved.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Wait waits for exit, at most d; on timeout it kills the process group.
+// It returns the process record.
+func (p *Proc) Wait(d time.Duration) Process {
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		p.Kill()
+		<-p.done
+	}
+	return p.Record()
+}
+
+// Kill stops the whole process group (SIGTERM, then SIGKILL after 2 s).
+func (p *Proc) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	pid := p.spec.Cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(2 * time.Second):
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// Record is the process record (complete once Done is closed).
+func (p *Proc) Record() Process {
+	r := p.rec
+	p.mu.Lock()
+	r.Killed = p.killed
+	p.mu.Unlock()
+	return r
+}

@@ -1,0 +1,101 @@
+// Package testbed builds the two-path network the live half of migaudit
+// stands on, emulates each path's rate, delay and loss without sch_netem,
+// and proves the emulation accurate before anything is measured on it.
+//
+// # Topology
+//
+// One instance is two network namespaces, named with the recognisable prefix
+// Prefix and the instance name:
+//
+//	migaudit-<name>-cli   client: pathA 198.18.1.2/32, pathB 198.18.2.2/32
+//	migaudit-<name>-srv   server: 198.18.0.1/32 on lo (never changes)
+//
+// Each namespace has one TUN device per path ("pathA", "pathB"). The TUN
+// file descriptors are held by the process that called Up; a user-space
+// link emulator (package linkemu) reads every packet a namespace sends on a
+// path, passes it through that path's token bucket (rate, burst), drop-tail
+// queue and random loss, holds it for half the path's RTT on a compensated
+// high-resolution schedule, and writes it into the other namespace's TUN
+// device of the same path. Nothing is connected to the host network: the
+// root namespace gets no interface and no route.
+//
+// Client routing: policy rules send a socket bound to ClientAddrA out by
+// path A and one bound to ClientAddrB out by path B (tables 101/102); the
+// main table holds a fallback route to the server prefix (198.18.0.0/24) so
+// an unbound socket never gets ENETUNREACH. RouteVia flips that main-table
+// route (and its preferred source) between the paths: ngtcp2's client asks
+// the routing table which local address to use.
+//
+// # API (stable; other harnesses build on it)
+//
+//	type PathSpec struct {
+//	    Rate  int64         // bit/s of IP bytes (+Overhead per packet); 0 = unlimited
+//	    RTT   time.Duration // round-trip propagation delay, half per direction
+//	    Loss  float64       // random loss per packet and direction, 0..1
+//	    Burst int           // token-bucket depth in bytes; 0 = DefaultBurst (3200)
+//	    Queue int           // drop-tail queue per direction in bytes; 0 = DefaultQueue(rate, rtt)
+//	}
+//	func ParsePath(s string) (PathSpec, error)  // "20mbit,20ms[,0.5%][,burst=3200][,queue=150000]"
+//	func (PathSpec) String() string             // the same syntax, round-trips through ParsePath
+//
+//	type Config struct {
+//	    Name         string // instance name, [a-z0-9-]{1,24}; "" = generated
+//	    PathA, PathB PathSpec
+//	}
+//	func Standard() Config // A 20mbit,20ms  B 20mbit,40ms (the study's operating point)
+//	func StepDown() Config // A 20mbit,20ms  B 20mbit,60ms
+//
+//	func Up(ctx context.Context, cfg Config) (*Testbed, error) // in-process emulator until Down
+//	func Attach(name string) (*Testbed, error) // instance held by `migaudit testbed up` ("" = the only one)
+//	func (*Testbed) Down() error               // idempotent; kills processes left in the namespaces
+//	func (*Testbed) Name() string
+//	func (*Testbed) ClientNS() string; func (*Testbed) ServerNS() string
+//	func (*Testbed) ClientAddrA() netip.Addr; ClientAddrB() netip.Addr; ServerAddr() netip.Addr
+//	func (*Testbed) ClientAddr(path string) (netip.Addr, error) // "A" | "B"
+//	func (*Testbed) Command(ctx context.Context, ns, name string, args ...string) *exec.Cmd // ip netns exec ns name args...
+//	func (*Testbed) InNS(ns string, fn func() error) error // run fn on an OS thread inside ns (create Go sockets there)
+//	func (*Testbed) RouteVia(path string) error           // "A" | "B": the client's main-table route
+//	func (*Testbed) Route() (string, error)               // which path the main table uses now
+//	func (*Testbed) Path(path string) (PathSpec, error)   // current emulation of a path
+//	func (*Testbed) SetPath(path string, s PathSpec) error // change a path live (queued packets keep their schedule)
+//	func (*Testbed) Counters() (map[string]PathCounters, error) // keys "A", "B"
+//
+//	type PathCounters struct{ Up, Down DirCounters } // Up = client→server
+//	type DirCounters struct{ Packets, Bytes, QueueDrops, LossDrops uint64 }
+//
+//	func Calibrate(ctx context.Context, t *Testbed, opt CalibrateOptions) (*Calibration, error)
+//
+// Calibrate runs the four gates on each path (restoring the path's spec
+// afterwards) and returns a JSON-serialisable record with every measured
+// figure; when a gate fails the record is still returned together with a
+// *GateError naming the gate, the path and the numbers:
+//
+//  1. timing: UDP echo at RTT 10/20/40 ms — median within ±2 %, mean
+//     absolute deviation ≤ 200 µs;
+//  2. throughput: TCP bulk transfer at 20/50/100 Mbit/s — goodput within −3 %
+//     of rate × MSS/(MTU) (framing overhead), min/max spread over repeats
+//     reported and bounded;
+//  3. dispersion: trains of K=16 UDP packets of 1242 B, the leading
+//     ⌈burst/1242⌉ discarded, rate from the least-squares slope of kernel
+//     receive timestamps — within ±2 % at 20/50/100 Mbit/s;
+//  4. isolation: per-path counters — bound to A uses A only, bound to B uses
+//     B only, unbound follows the main table, and after RouteVia("B") it
+//     moves to B with source ClientAddrB.
+//
+// # Lifetime and cleanup
+//
+// Up starts a small reaper process (its own process group, immune to
+// terminal signals) holding a pipe to the caller: if the caller dies in any
+// way — SIGINT, SIGTERM, SIGKILL, an unrecovered panic in any goroutine —
+// the pipe closes and the reaper kills every process left in the
+// instance's namespaces and deletes them; the TUN devices vanish with the
+// caller's file descriptors. Down does the same synchronously and tells
+// the reaper to stand down. Up does not install signal handlers, so a
+// caller may handle SIGINT itself (and then call Down).
+//
+// `migaudit testbed up` re-executes migaudit as a detached daemon
+// (`migaudit testbed daemon`, hidden) that calls Up and holds the instance
+// until `migaudit testbed down`; its state, log and control socket are in
+// StateDir/<name>/. Stale instances (namespaces with Prefix whose holder is
+// gone) are listed by Stale and removed by RemoveStale.
+package testbed

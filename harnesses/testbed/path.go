@@ -1,0 +1,209 @@
+package testbed
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultBurst is the token-bucket depth the study calibrated (§6.4): 1,600 B
+// lost 14.5 % at 100 Mbit/s, 3,200 B passed both throughput and dispersion.
+const DefaultBurst = 3200
+
+// PathSpec is one path's emulation, applied independently in each direction.
+type PathSpec struct {
+	Rate  int64         `json:"rate_bps"`         // bit/s of IP bytes; 0 = unlimited
+	RTT   time.Duration `json:"rtt_ns"`           // round-trip propagation delay, half per direction
+	Loss  float64       `json:"loss"`             // random loss per packet and direction, 0..1
+	Burst int           `json:"burst,omitempty"`  // token-bucket depth in bytes; 0 = DefaultBurst
+	Queue int           `json:"queue,omitempty"`  // drop-tail queue per direction in bytes; 0 = DefaultQueue
+}
+
+// DefaultQueue is the drop-tail queue used when PathSpec.Queue is 0: one
+// bandwidth-delay product at the path's own RTT, at least 64 KiB, so a
+// standard-loss-based sender can keep the link busy without the queue
+// inflating the RTT by more than about one RTT.
+func DefaultQueue(rate int64, rtt time.Duration) int {
+	bdp := int(float64(rate) / 8 * rtt.Seconds())
+	return max(bdp, 64<<10)
+}
+
+// EffectiveBurst returns the burst actually emulated.
+func (p PathSpec) EffectiveBurst() int {
+	if p.Burst > 0 {
+		return p.Burst
+	}
+	return DefaultBurst
+}
+
+// EffectiveQueue returns the queue actually emulated.
+func (p PathSpec) EffectiveQueue() int {
+	if p.Queue > 0 {
+		return p.Queue
+	}
+	return DefaultQueue(p.Rate, p.RTT)
+}
+
+// Validate reports the first out-of-range field.
+func (p PathSpec) Validate() error {
+	switch {
+	case p.Rate < 0:
+		return fmt.Errorf("rate %d bit/s is negative", p.Rate)
+	case p.Rate > 0 && p.Rate < 8000:
+		return fmt.Errorf("rate %d bit/s is below 8 kbit/s", p.Rate)
+	case p.RTT < 0 || p.RTT > 10*time.Second:
+		return fmt.Errorf("rtt %v out of range 0..10s", p.RTT)
+	case p.Loss < 0 || p.Loss > 1 || math.IsNaN(p.Loss):
+		return fmt.Errorf("loss %v out of range 0..1", p.Loss)
+	case p.Burst < 0 || p.Burst > 0 && p.Burst < 1600:
+		return fmt.Errorf("burst %d B must be at least 1600 (one full packet)", p.Burst)
+	case p.Queue < 0 || p.Queue > 0 && p.Queue < 1600:
+		return fmt.Errorf("queue %d B must be at least 1600 (one full packet)", p.Queue)
+	}
+	return nil
+}
+
+// String renders p in ParsePath syntax.
+func (p PathSpec) String() string {
+	var b strings.Builder
+	b.WriteString(formatRate(p.Rate))
+	b.WriteByte(',')
+	b.WriteString(formatDur(p.RTT))
+	if p.Loss > 0 {
+		b.WriteString("," + strconv.FormatFloat(p.Loss*100, 'g', -1, 64) + "%")
+	}
+	if p.Burst > 0 {
+		fmt.Fprintf(&b, ",burst=%d", p.Burst)
+	}
+	if p.Queue > 0 {
+		fmt.Fprintf(&b, ",queue=%d", p.Queue)
+	}
+	return b.String()
+}
+
+func formatRate(r int64) string {
+	switch {
+	case r == 0:
+		return "unlimited"
+	case r%1_000_000_000 == 0:
+		return fmt.Sprintf("%dgbit", r/1_000_000_000)
+	case r%1_000_000 == 0:
+		return fmt.Sprintf("%dmbit", r/1_000_000)
+	case r%1000 == 0:
+		return fmt.Sprintf("%dkbit", r/1000)
+	}
+	return fmt.Sprintf("%dbit", r)
+}
+
+func formatDur(d time.Duration) string {
+	if d%time.Millisecond == 0 {
+		return fmt.Sprintf("%dms", d/time.Millisecond)
+	}
+	return fmt.Sprintf("%gms", float64(d)/1e6)
+}
+
+var rateRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)?$`)
+
+// ParsePath parses "RATE,RTT[,LOSS%][,burst=BYTES][,queue=BYTES]", e.g.
+// "20mbit,20ms", "20mbit,40ms,0.5%", "100mbit,10ms,burst=3200". RATE takes
+// tc units (bit, kbit, mbit, gbit; kbps etc. are bytes/s as in tc) or
+// "unlimited"; RTT is a Go duration; LOSS is a percentage or a fraction.
+func ParsePath(s string) (PathSpec, error) {
+	var p PathSpec
+	parts := strings.Split(strings.TrimSpace(s), ",")
+	if len(parts) < 2 {
+		return p, fmt.Errorf("path %q: want RATE,RTT[,LOSS%%][,burst=B][,queue=B]", s)
+	}
+	r, err := parseRate(strings.TrimSpace(parts[0]))
+	if err != nil {
+		return p, fmt.Errorf("path %q: field 1: %w", s, err)
+	}
+	p.Rate = r
+	d, err := time.ParseDuration(strings.TrimSpace(parts[1]))
+	if err != nil {
+		return p, fmt.Errorf("path %q: field 2: rtt: %w", s, err)
+	}
+	p.RTT = d
+	for i, f := range parts[2:] {
+		f = strings.TrimSpace(f)
+		field := i + 3
+		switch {
+		case strings.HasPrefix(f, "burst="), strings.HasPrefix(f, "queue="):
+			n, err := strconv.Atoi(f[6:])
+			if err != nil {
+				return p, fmt.Errorf("path %q: field %d: %s: %w", s, field, f[:5], err)
+			}
+			if f[0] == 'b' {
+				p.Burst = n
+			} else {
+				p.Queue = n
+			}
+		case strings.HasSuffix(f, "%"):
+			v, err := strconv.ParseFloat(strings.TrimSuffix(f, "%"), 64)
+			if err != nil {
+				return p, fmt.Errorf("path %q: field %d: loss: %w", s, field, err)
+			}
+			p.Loss = v / 100
+		default:
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				return p, fmt.Errorf("path %q: field %d: unknown option %q", s, field, f)
+			}
+			p.Loss = v
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("path %q: %w", s, err)
+	}
+	return p, nil
+}
+
+func parseRate(s string) (int64, error) {
+	if s == "unlimited" || s == "0" {
+		return 0, nil
+	}
+	m := rateRE.FindStringSubmatch(strings.ToLower(s))
+	if m == nil {
+		return 0, fmt.Errorf("rate %q: want e.g. 20mbit", s)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	mult := map[string]float64{"": 1, "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9,
+		"bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9}[m[2]]
+	return int64(math.Round(v * mult)), nil
+}
+
+// Config describes one testbed instance.
+type Config struct {
+	// Name is the instance name, [a-z0-9-]{1,24}; "" generates one.
+	Name  string   `json:"name"`
+	PathA PathSpec `json:"path_a"`
+	PathB PathSpec `json:"path_b"`
+}
+
+// Standard is the study's operating point: A 20 Mbit/s 20 ms, B 20 Mbit/s 40 ms.
+func Standard() Config {
+	return Config{
+		PathA: PathSpec{Rate: 20_000_000, RTT: 20 * time.Millisecond},
+		PathB: PathSpec{Rate: 20_000_000, RTT: 40 * time.Millisecond},
+	}
+}
+
+// StepDown is the study's Phase 1 pair: B 20 Mbit/s 60 ms.
+func StepDown() Config {
+	c := Standard()
+	c.PathB.RTT = 60 * time.Millisecond
+	return c
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,23}$`)
+
+// ValidName reports whether name can be an instance name.
+func ValidName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("instance name %q: want 1-24 of [a-z0-9-], starting with a letter or digit", name)
+	}
+	return nil
+}
