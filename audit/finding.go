@@ -45,6 +45,23 @@ const (
 	NA         Answer = "N/A"
 )
 
+// Answer categories added for the nine implementations of issue 9 (append only).
+const (
+	// ResetKeepsRTT: on migration the congestion controller is reset to its
+	// initial window, but the RTT estimator is not reset to the initial RTT: the
+	// old path's RTT is carried over, kept, or used to seed the new path's
+	// estimator (Detail says which).
+	ResetKeepsRTT Answer = "RESET_KEEPS_RTT"
+	// NotSupported: the implementation cannot migrate in this role (the API is a
+	// stub, the path never switches, or migration is refused by default), so
+	// nothing is reset because nothing moves; Detail names the gate.
+	NotSupported Answer = "NOT_SUPPORTED"
+	// RoleDependent: the answer differs between the migrating and the observing
+	// endpoint and neither role is fully compliant (ASYMMETRIC is the case where
+	// one role is); the per-role findings give each answer.
+	RoleDependent Answer = "ROLE_DEPENDENT"
+)
+
 // Evidence is one position in upstream source backing a finding.
 type Evidence struct {
 	Repo      string `json:"repo"` // upstream URL
@@ -84,4 +101,10 @@ type ConstantFinding struct {
 	Value      float64            `json:"value"`
 	Arithmetic string             `json:"arithmetic"`
 	Label      string             `json:"label,omitempty"`
+	// Provenance overrides "audit <commit>" when the value could not be
+	// read from source and is carried from elsewhere (the finding says why).
+	Provenance string `json:"provenance,omitempty"`
+	// Alternative marks a value reported for context (e.g. another
+	// algorithm's floor) that --write-constants does not write.
+	Alternative bool `json:"alternative,omitempty"`
 }

@@ -69,7 +69,10 @@ type Collapse struct {
 
 // ConstantValue is a discriminator constant evaluated with the run's settings.
 type ConstantValue struct {
-	Name       string  `json:"name"`
+	// Name is initial_window, min_window, loss_factor or default_rtt_us.
+	Name string `json:"name"`
+	// Label says which variant (picoquic has two initial windows).
+	Label      string  `json:"label,omitempty"`
 	Expr       string  `json:"expr"`
 	Value      float64 `json:"value"`
 	Arithmetic string  `json:"arithmetic"`
@@ -98,8 +101,12 @@ type RTTAttribution struct {
 	OldPathPacket       bool  `json:"old_path_packet,omitempty"`
 	OldPathPacketNumber int64 `json:"old_path_packet_number,omitempty"`
 	OldPathUS           int64 `json:"old_path_us,omitempty"`
-	NewPathUS           int64 `json:"new_path_us,omitempty"`
-	DefaultUS           int64 `json:"default_us,omitempty"`
+	// OldPathMeasuredUS is the last smoothed RTT before the migration, set
+	// when OldPathUS was given (the configured delay) and differs: under
+	// load the old path's estimate includes queueing. Both count as "old".
+	OldPathMeasuredUS int64 `json:"old_path_measured_us,omitempty"`
+	NewPathUS         int64 `json:"new_path_us,omitempty"`
+	DefaultUS         int64 `json:"default_us,omitempty"`
 	// ConvergedAfterUS is how long after migration the estimate reached the
 	// new path (0 when it never did or was there at once).
 	ConvergedAfterUS int64  `json:"converged_after_us,omitempty"`
@@ -126,7 +133,8 @@ type Analysis struct {
 	ScopeToUS   int64           `json:"scope_to_us"`
 	Constants   []ConstantValue `json:"constants"`
 	Events      []Collapse      `json:"events"`
-	// WindowBeforeBytes is the peak window before the migration.
+	// WindowBeforeBytes is the peak window before the collapse: from the
+	// scope start to the first classified decrease at or after migration.
 	WindowBeforeBytes int64 `json:"window_before_bytes"`
 	// WindowAfterBytes is the reset value when a reset was observed, else
 	// the minimum window inside the scope after migration.

@@ -23,11 +23,13 @@ type constantSet struct {
 
 // traceParams maps a trace's Meta.Params names onto formula parameters, per
 // implementation, where the trace logs exactly the quantity the formula
-// means. Only exact meanings are listed: quic-go's max_udp_payload_size is
-// not its congestion datagram size, so it is not mapped.
-var traceParams = map[string]map[string]string{
-	"picoquic": {"send_size": "S", "negotiated_send_size": "S"},
-}
+// means. None of the reference formats does today, so it is empty: quic-go's
+// max_udp_payload_size (1452) and mtu (1441) are not its congestion datagram
+// size (1280); picoquic's max_packet_size (1440) is the peer's limit, not the
+// negotiated send size (1424); msquic's send_mtu (1248) is S plus the IPv4
+// and UDP headers, a derivation rather than the quantity. A parser that logs
+// the exact size adds its name here; --param S=… covers the rest.
+var traceParams = map[string]map[string]string{}
 
 // evalConstants reads the implementation's constants from data/ and
 // evaluates every formula with params (which override the formulas'
@@ -47,11 +49,7 @@ func evalConstants(impl string, params map[string]float64) (constantSet, error) 
 		if f.Source != nil {
 			prov = fmt.Sprintf("%s (%s:%d)", prov, f.Source.Path, f.Source.Line)
 		}
-		label := name
-		if f.Label != "" {
-			label = name + " — " + f.Label
-		}
-		cs.reported = append(cs.reported, ConstantValue{Name: label, Expr: f.Expr, Value: v, Arithmetic: arith, Provenance: prov})
+		cs.reported = append(cs.reported, ConstantValue{Name: name, Label: f.Label, Expr: f.Expr, Value: v, Arithmetic: arith, Provenance: prov})
 		return v, nil
 	}
 	for _, f := range c.InitialWindows {

@@ -137,6 +137,7 @@ func firstAddressChange(events []timeline.Event) (addrChange, bool) {
 		default:
 			continue
 		}
+		p, l = normalAddr(p), normalAddr(l)
 		if p != "" {
 			if peer == "" {
 				peer = p
@@ -208,6 +209,28 @@ func sortedEvents(in []timeline.Event) []timeline.Event {
 	out := append([]timeline.Event(nil), in...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeUS < out[j].TimeUS })
 	return out
+}
+
+// normalAddr writes an address one way, so that a trace that spells the
+// same address two ways (an IPv4-mapped IPv6 address) is not a migration.
+func normalAddr(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	h, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		h, port = addr, ""
+	}
+	if ip := net.ParseIP(h); ip != nil {
+		if v4 := ip.To4(); v4 != nil {
+			ip = v4
+		}
+		h = ip.String()
+	}
+	if port == "" {
+		return h
+	}
+	return net.JoinHostPort(h, port)
 }
 
 func hostOf(addr string) string {

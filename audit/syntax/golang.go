@@ -89,6 +89,14 @@ func (g *goIndexer) file(af *ast.File) {
 		case *ast.FuncDecl:
 			owner := recvType(d)
 			def := Def{Pos: Pos{Path: f.Path, Line: g.fset.Position(d.Name.Pos()).Line, EndLine: g.fset.Position(d.End()).Line}, Name: d.Name.Name, Kind: DefFunction, Owner: owner}
+			for _, fl := range d.Type.Params.List {
+				if len(fl.Names) == 0 {
+					def.Params = append(def.Params, "")
+				}
+				for _, n := range fl.Names {
+					def.Params = append(def.Params, n.Name)
+				}
+			}
 			if d.Body != nil {
 				def.Body, def.BodyStart = string(f.Src[g.fset.Position(d.Body.Pos()).Offset:g.fset.Position(d.Body.End()).Offset]), g.fset.Position(d.Body.Pos()).Line
 				def.Empty = len(d.Body.List) == 0
@@ -230,6 +238,18 @@ func (g *goIndexer) walk(n ast.Node, ctx goCtx, stack []ast.Node) {
 			}
 		}
 	case *ast.IfStmt:
+		if n := len(x.Body.List); n > 0 {
+			how := ""
+			switch last := x.Body.List[n-1].(type) {
+			case *ast.ReturnStmt:
+				how = "return"
+			case *ast.BranchStmt:
+				how = last.Tok.String()
+			}
+			if how != "" {
+				f.exits = append(f.exits, Exit{Pos: g.pos(x), Cond: g.text(x.Cond), How: how, Func: ctx.fn, Guards: ctx.guards})
+			}
+		}
 		st := append(stack, x)
 		g.walk(x.Init, ctx, st)
 		g.walk(x.Cond, ctx, st)

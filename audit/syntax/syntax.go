@@ -91,6 +91,10 @@ type Def struct {
 	BodyStart int    `json:"-"`
 	// Empty is true for a function whose body holds no statement.
 	Empty bool `json:"empty,omitempty"`
+	// Params are a function's parameter names in order ("" for unnamed).
+	Params []string `json:"params,omitempty"`
+	// Test is true inside test-only code (Rust #[cfg(test)] / #[test]).
+	Test bool `json:"test,omitempty"`
 }
 
 // Guard is one condition a statement is nested under, innermost first.
@@ -125,6 +129,8 @@ type Call struct {
 	FuncOwner string  `json:"func_owner,omitempty"`
 	Guards    []Guard `json:"guards,omitempty"`
 	Text      string  `json:"text"`
+	// Test is true inside test-only code (Rust #[cfg(test)] / #[test]).
+	Test bool `json:"test,omitempty"`
 }
 
 // Assign is one assignment (incl. initialised declarations, compound
@@ -140,6 +146,7 @@ type Assign struct {
 	// FuncOwner is the receiver/impl type of Func.
 	FuncOwner string  `json:"func_owner,omitempty"`
 	Guards    []Guard `json:"guards,omitempty"`
+	Test      bool    `json:"test,omitempty"`
 }
 
 // MentionKind classifies one occurrence of a name.
@@ -157,6 +164,17 @@ const (
 	MentionString      MentionKind = "string"
 	MentionReference   MentionKind = "reference" // any other use
 )
+
+// Exit is an if statement whose then-branch leaves early (return, break,
+// continue, goto): the code after it runs only when Cond is false.
+type Exit struct {
+	Pos
+	Cond string `json:"cond"`
+	// How is "return", "break", "continue" or "goto".
+	How    string  `json:"how"`
+	Func   string  `json:"func"`
+	Guards []Guard `json:"guards,omitempty"`
+}
 
 // Mention is one occurrence of a name.
 type Mention struct {
@@ -180,6 +198,7 @@ type File struct {
 	defs     []Def
 	calls    []Call
 	assigns  []Assign
+	exits    []Exit
 	mentions map[string][]Mention // identifiers by name
 	texts    []textSpan           // comments and string literals
 	funcs    []Def                // functions with bodies, for FuncAt
@@ -264,6 +283,18 @@ func (f *File) Defs(name string) []Def {
 // AllDefs returns every definition in the file.
 func (f *File) AllDefs() []Def { return f.defs }
 
+// Enumerators returns the values of enum enum (its tag or typedef name), in
+// declaration order.
+func (f *File) Enumerators(enum string) []Def {
+	var out []Def
+	for _, d := range f.defs {
+		if d.Kind == DefEnumerator && d.Owner == enum {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // Func returns the function (with body) named name, optionally restricted to
 // owner type (match if owner is "" or equal ignoring a leading '*').
 func (f *File) Func(name, owner string) (Def, bool) {
@@ -309,6 +340,17 @@ func (f *File) Assigns(fn string) []Assign {
 	for _, a := range f.assigns {
 		if fn == "" || a.Func == fn {
 			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Exits returns the early exits in function fn ("" = all), in source order.
+func (f *File) Exits(fn string) []Exit {
+	var out []Exit
+	for _, e := range f.exits {
+		if fn == "" || e.Func == fn {
+			out = append(out, e)
 		}
 	}
 	return out

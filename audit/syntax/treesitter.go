@@ -137,6 +137,7 @@ func copyTree(t *sitter.Tree) *Node {
 type tsCtx struct {
 	fn, owner string
 	guards    []Guard
+	test      bool
 }
 
 func (c tsCtx) with(g Guard) tsCtx {
@@ -186,6 +187,9 @@ func (ix *tsIndexer) walk(n *Node, ctx tsCtx) {
 		f.mentions[name] = append(f.mentions[name], m)
 		return
 	}
+	if f.Lang == Rust && (n.Kind == "mod_item" || n.Kind == "function_item" || n.Kind == "impl_item") && rustTestOnly(f, n) {
+		ctx.test = true
+	}
 	ix.define(n, &ctx)
 	ix.record(n, ctx)
 	for _, c := range n.Children {
@@ -200,14 +204,14 @@ func (ix *tsIndexer) define(n *Node, ctx *tsCtx) {
 		if nameNode == nil {
 			return
 		}
-		d := Def{Pos: Pos{Path: f.Path, Line: nameNode.Line, EndLine: n.EndLine}, Name: lastIdent(f.Text(nameNode)), Kind: kind, Owner: owner, Value: value}
+		d := Def{Pos: Pos{Path: f.Path, Line: nameNode.Line, EndLine: n.EndLine}, Name: lastIdent(f.Text(nameNode)), Kind: kind, Owner: owner, Value: value, Test: ctx.test}
 		f.defs = append(f.defs, d)
 	}
 	addFunc := func(nameNode, body *Node, owner string) {
 		if nameNode == nil {
 			return
 		}
-		d := Def{Pos: Pos{Path: f.Path, Line: nameNode.Line, EndLine: n.EndLine}, Name: lastIdent(f.Text(nameNode)), Kind: DefFunction, Owner: owner}
+		d := Def{Pos: Pos{Path: f.Path, Line: nameNode.Line, EndLine: n.EndLine}, Name: lastIdent(f.Text(nameNode)), Kind: DefFunction, Owner: owner, Params: params(f, n), Test: ctx.test}
 		if body != nil {
 			d.Body, d.BodyStart = f.Text(body), body.Line
 			d.Empty = isEmptyBody(body)
@@ -267,7 +271,7 @@ func (ix *tsIndexer) define(n *Node, ctx *tsCtx) {
 				add(n.Child("name"), DefEnum, "", "")
 			}
 		case "enumerator":
-			add(n.Child("name"), DefEnumerator, "", oneLine([]byte(f.Text(n.Child("value")))))
+			add(n.Child("name"), DefEnumerator, enumOwner(f, n), oneLine([]byte(f.Text(n.Child("value")))))
 		case "preproc_def", "preproc_function_def":
 			add(n.Child("name"), DefMacro, "", oneLine([]byte(f.Text(n.Child("value")))))
 		case "type_definition":
@@ -284,7 +288,7 @@ func (ix *tsIndexer) define(n *Node, ctx *tsCtx) {
 		case "enum_item":
 			add(n.Child("name"), DefEnum, "", "")
 		case "enum_variant":
-			add(n.Child("name"), DefEnumerator, "", oneLine([]byte(f.Text(n.Child("value")))))
+			add(n.Child("name"), DefEnumerator, enumOwner(f, n), oneLine([]byte(f.Text(n.Child("value")))))
 		case "field_declaration":
 			add(n.Child("name"), DefField, rustStructName(f, n), "")
 		case "const_item", "static_item":
@@ -325,7 +329,7 @@ func (ix *tsIndexer) record(n *Node, ctx tsCtx) {
 		if fn == nil {
 			return
 		}
-		c := Call{Pos: ix.pos(n), Callee: oneLine([]byte(f.Text(fn))), Func: ctx.fn, FuncOwner: ctx.owner, Guards: ctx.guards, Text: oneLine([]byte(f.Text(n)))}
+		c := Call{Pos: ix.pos(n), Callee: oneLine([]byte(f.Text(fn))), Func: ctx.fn, FuncOwner: ctx.owner, Guards: ctx.guards, Text: oneLine([]byte(f.Text(n))), Test: ctx.test}
 		c.Name = calleeName(f, fn)
 		if args := n.Child("arguments"); args != nil {
 			for _, a := range args.Children {
@@ -339,7 +343,7 @@ func (ix *tsIndexer) record(n *Node, ctx tsCtx) {
 	case "macro_invocation":
 		m := n.Child("macro")
 		if m != nil {
-			f.calls = append(f.calls, Call{Pos: ix.pos(n), Name: lastIdent(f.Text(m)) + "!", Callee: f.Text(m) + "!", Func: ctx.fn, FuncOwner: ctx.owner, Guards: ctx.guards, Text: oneLine([]byte(f.Text(n)))})
+			f.calls = append(f.calls, Call{Pos: ix.pos(n), Name: lastIdent(f.Text(m)) + "!", Callee: f.Text(m) + "!", Func: ctx.fn, FuncOwner: ctx.owner, Guards: ctx.guards, Text: oneLine([]byte(f.Text(n))), Test: ctx.test})
 		}
 	case "assignment_expression", "compound_assignment_expr", "assignment", "augmented_assignment":
 		l, r := n.Child("left"), n.Child("right")
@@ -368,7 +372,45 @@ func (ix *tsIndexer) record(n *Node, ctx tsCtx) {
 		ix.addAssign(n, n.Child("designator"), n.Child("value"), "field", ctx)
 	case "update_expression":
 		ix.addAssign(n, n.Child("argument"), nil, "++", ctx)
+	case "if_statement", "if_expression":
+		if how := exitKind(n.Child("consequence")); how != "" {
+			f.exits = append(f.exits, Exit{Pos: ix.pos(n), Cond: oneLine([]byte(f.Text(n.Child("condition")))), How: how, Func: ctx.fn, Guards: ctx.guards})
+		}
 	}
+}
+
+// exitKind says how a branch leaves: its last statement is a return,
+// break, continue or goto.
+func exitKind(b *Node) string {
+	if b == nil {
+		return ""
+	}
+	last := b
+	if b.Kind == "compound_statement" || b.Kind == "block" {
+		last = nil
+		for _, c := range b.Children {
+			if c.Named && !isCommentKind(c.Kind) {
+				last = c
+			}
+		}
+		if last == nil {
+			return ""
+		}
+		if last.Kind == "expression_statement" && len(last.Children) > 0 {
+			last = last.Children[0]
+		}
+	}
+	switch last.Kind {
+	case "return_statement", "return_expression":
+		return "return"
+	case "break_statement", "break_expression":
+		return "break"
+	case "continue_statement", "continue_expression":
+		return "continue"
+	case "goto_statement":
+		return "goto"
+	}
+	return ""
 }
 
 func (ix *tsIndexer) addAssign(n, l, r *Node, op string, ctx tsCtx) {
@@ -378,7 +420,7 @@ func (ix *tsIndexer) addAssign(n, l, r *Node, op string, ctx tsCtx) {
 	f := ix.f
 	lhs := oneLine([]byte(f.Text(l)))
 	f.assigns = append(f.assigns, Assign{Pos: ix.pos(n), LHS: lhs, Target: lastIdent(lhs), Op: op,
-		RHS: oneLine([]byte(f.Text(r))), Func: ctx.fn, FuncOwner: ctx.owner, Guards: ctx.guards})
+		RHS: oneLine([]byte(f.Text(r))), Func: ctx.fn, FuncOwner: ctx.owner, Guards: ctx.guards, Test: ctx.test})
 }
 
 // childCtx pushes the guard that child c of n is under.
@@ -718,4 +760,98 @@ func isEmptyBody(body *Node) bool {
 		}
 	}
 	return true
+}
+
+// enumOwner names the enum an enumerator belongs to: the enum's tag, else
+// the typedef name of an anonymous enum.
+func enumOwner(f *File, n *Node) string {
+	for p := n.Parent; p != nil; p = p.Parent {
+		switch p.Kind {
+		case "enum_specifier", "enum_item":
+			if nm := p.Child("name"); nm != nil {
+				return f.Text(nm)
+			}
+			if td := p.Parent; td != nil && td.Kind == "type_definition" {
+				return f.Text(declName(td.Child("declarator")))
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// params lists the parameter names of a function node.
+func params(f *File, fn *Node) []string {
+	var plist *Node
+	switch f.Lang {
+	case C, Cpp:
+		for d := fn.Child("declarator"); d != nil; d = d.Child("declarator") {
+			if d.Kind == "function_declarator" {
+				plist = d.Child("parameters")
+				break
+			}
+		}
+	default:
+		plist = fn.Child("parameters")
+	}
+	if plist == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range plist.Children {
+		if !c.Named || isCommentKind(c.Kind) {
+			continue
+		}
+		switch c.Kind {
+		case "parameter_declaration", "optional_parameter_declaration":
+			out = append(out, f.Text(declName(c.Child("declarator"))))
+		case "parameter":
+			out = append(out, lastIdent(f.Text(c.Child("pattern"))))
+		case "self_parameter":
+			out = append(out, "self")
+		case "identifier":
+			out = append(out, f.Text(c))
+		case "typed_parameter", "default_parameter", "typed_default_parameter":
+			nm := c.Child("name")
+			if nm == nil {
+				for _, x := range c.Children {
+					if x.Kind == "identifier" {
+						nm = x
+						break
+					}
+				}
+			}
+			out = append(out, f.Text(nm))
+		}
+	}
+	return out
+}
+
+// rustTestOnly reports whether item n carries #[cfg(test)] or #[test] (its
+// attributes are the preceding attribute_item siblings).
+func rustTestOnly(f *File, n *Node) bool {
+	p := n.Parent
+	if p == nil {
+		return false
+	}
+	idx := -1
+	for i, c := range p.Children {
+		if c == n {
+			idx = i
+		}
+	}
+	for i := idx - 1; i >= 0; i-- {
+		c := p.Children[i]
+		if isCommentKind(c.Kind) {
+			continue
+		}
+		if c.Kind != "attribute_item" {
+			break
+		}
+		t := strings.ReplaceAll(f.Text(c), " ", "")
+		if t == "#[test]" || strings.HasPrefix(t, "#[cfg(test)") || strings.Contains(t, "tokio::test") {
+			return true
+		}
+	}
+	return false
 }

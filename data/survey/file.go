@@ -58,6 +58,7 @@ func Validate(schema *jsonschema.Schema, raw []byte) error {
 // flatten reduces a validation error tree to its deepest causes on one line.
 func flatten(ve *jsonschema.ValidationError) string {
 	var leaves []string
+	seen := map[string]bool{}
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
@@ -65,6 +66,11 @@ func flatten(ve *jsonschema.ValidationError) string {
 			if loc == "" {
 				loc = "/"
 			}
+			// oneOf alternatives fail at one location many times: say it once.
+			if seen[loc] {
+				return
+			}
+			seen[loc] = true
 			leaves = append(leaves, fmt.Sprintf("at %s: %s", loc, e.Message))
 			return
 		}

@@ -107,8 +107,10 @@ type Reachability struct {
 	Symbol string `json:"symbol"`
 	// Form is "function" (called by name) or "notification" (an enum value
 	// passed to a dispatcher and handled by case labels).
-	Form      string     `json:"form"`
-	Handlers  int        `json:"handlers"`
+	Form string `json:"form"`
+	// Handlers is the number of implementations the audit cites (nil when
+	// it cites none: then no count is claimed).
+	Handlers  *int       `json:"handlers,omitempty"`
 	CallSites int        `json:"call_sites"`
 	Calls     []Evidence `json:"calls"`
 	// HandlerSites are the handler positions (case labels or implementations).

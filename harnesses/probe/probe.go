@@ -297,7 +297,11 @@ func (p *prober) migrate(ctx context.Context, name, ip string) Step {
 	err = path.Probe(pctx)
 	cancel()
 	if err != nil {
-		st.Error = "path validation: " + err.Error()
+		if errors.Is(err, context.DeadlineExceeded) {
+			st.Error = fmt.Sprintf("path validation: no PATH_RESPONSE within %s", p.opt.StepTimeout)
+		} else {
+			st.Error = "path validation: " + err.Error()
+		}
 		path.Close()
 		return st
 	}

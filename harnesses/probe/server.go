@@ -72,13 +72,18 @@ type filterConn struct {
 func (f *filterConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	for {
 		n, addr, err := f.PacketConn.ReadFrom(b)
-		if err != nil || f.allow(addr) {
+		if err != nil || f.allow(addr, n > 0 && isInitial(b[0])) {
 			return n, addr, err
 		}
 	}
 }
 
-func (f *filterConn) allow(a net.Addr) bool {
+// isInitial reports a QUIC v1 long-header Initial packet (RFC 9000 §17.2.2).
+func isInitial(first byte) bool { return first&0x80 != 0 && first&0x30 == 0 }
+
+// allow locks onto the 4-tuple of the first client Initial; stray packets of
+// an earlier connection arriving first must not capture the lock.
+func (f *filterConn) allow(a net.Addr, initial bool) bool {
 	ua, ok := a.(*net.UDPAddr)
 	if !ok || f.mode == RefuseNone {
 		return true
@@ -86,7 +91,9 @@ func (f *filterConn) allow(a net.Addr) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.first == nil {
-		f.first = ua
+		if initial {
+			f.first = ua
+		}
 		return true
 	}
 	if f.mode == RefuseIP {

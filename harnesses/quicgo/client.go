@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,6 +217,10 @@ type rebindConn struct {
 	in      chan pkt
 	closeMu sync.Once
 	closed  chan struct{}
+
+	dlMu     sync.Mutex
+	deadline chan struct{}
+	expired  bool
 }
 
 type pkt struct {
@@ -225,7 +230,7 @@ type pkt struct {
 }
 
 func newRebindConn(a, b *net.UDPConn) *rebindConn {
-	c := &rebindConn{a: a, b: b, in: make(chan pkt, 1024), closed: make(chan struct{})}
+	c := &rebindConn{a: a, b: b, in: make(chan pkt, 1024), closed: make(chan struct{}), deadline: make(chan struct{})}
 	go c.read(a)
 	go c.read(b)
 	return c
@@ -252,13 +257,37 @@ func (c *rebindConn) Rebind() (from, to string) {
 }
 
 func (c *rebindConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	c.dlMu.Lock()
+	dl := c.deadline
+	c.dlMu.Unlock()
 	select {
 	case k := <-c.in:
 		n := copy(p, k.b)
 		return n, k.addr, k.err
 	case <-c.closed:
 		return 0, nil, net.ErrClosed
+	case <-dl:
+		return 0, nil, os.ErrDeadlineExceeded
 	}
+}
+
+// SetReadDeadline supports what quic-go uses it for: a deadline in the past
+// unblocks a pending ReadFrom (Transport.Close on a connection it did not
+// create). Future deadlines are not needed and are ignored.
+func (c *rebindConn) SetReadDeadline(t time.Time) error {
+	c.dlMu.Lock()
+	defer c.dlMu.Unlock()
+	if t.IsZero() || t.After(time.Now()) {
+		if c.expired {
+			c.deadline, c.expired = make(chan struct{}), false
+		}
+		return nil
+	}
+	if !c.expired {
+		close(c.deadline)
+		c.expired = true
+	}
+	return nil
 }
 
 func (c *rebindConn) WriteTo(p []byte, addr net.Addr) (int, error) {
@@ -277,5 +306,4 @@ func (c *rebindConn) Close() error {
 // LocalAddr is the path-A address: what the client believes its address is.
 func (c *rebindConn) LocalAddr() net.Addr                { return c.a.LocalAddr() }
 func (c *rebindConn) SetDeadline(t time.Time) error      { return nil }
-func (c *rebindConn) SetReadDeadline(t time.Time) error  { return nil }
 func (c *rebindConn) SetWriteDeadline(t time.Time) error { return nil }

@@ -206,6 +206,12 @@ function makeConfig(args, isServer) {
   cfg.setActiveConnectionIdLimit(8);
   cfg.setDisableActiveMigration(false);
   cfg.setCcAlgorithmName(args.cc || 'cubic');
+  // quiche stamps each packet's time_sent with the pacer's release time
+  // (SendInfo.at). The binding hands `at` to JavaScript as an opaque
+  // External, so the harness cannot wait for it; with pacing on, packets
+  // leave before their recorded send time and every RTT sample comes out
+  // too small. Pacing is therefore off unless --pacing 1.
+  cfg.enablePacing(args.pacing === '1');
   return cfg;
 }
 
@@ -475,7 +481,7 @@ async function runClient(args) {
   const migrate = (local, why) => {
     try {
       ep.conn.migrate(local, server);
-      moves.push({ time_us: nowUs(), unix_us: t0Unix + nowUs(), from: ep.current, to: hp(local), evidence: why });
+      moves.push({ time_us: nowUs(), unix_us: t0Unix + nowUs(), from: ep.current, to: hp(local), evidence: `${why}; local address now ${hp(local)}` });
       rec.event({ event: 'harness', what: 'migrate', local: hp(local), peer: hp(server) });
       ep.current = hp(local);
     } catch (e) {
@@ -488,7 +494,7 @@ async function runClient(args) {
     if (ep.closed) return;
     if (mode === 'nat-rebind') {
       ep.rebound = true;
-      moves.push({ time_us: nowUs(), unix_us: t0Unix + nowUs(), from: hp(localA), to: hp(localB), evidence: 'harness rebinding: datagrams from ' + hp(localA) + ' now leave through the socket bound to ' + hp(localB) });
+      moves.push({ time_us: nowUs(), unix_us: t0Unix + nowUs(), from: hp(localA), to: hp(localB), evidence: `harness rebinding (quiche not told): datagrams quiche sends from ${hp(localA)} leave through the socket bound to ${hp(localB)}; local address now ${hp(localB)}` });
       rec.event({ event: 'harness', what: 'nat-rebind', local: hp(localB), peer: hp(server) });
       ep.afterIO();
       return;

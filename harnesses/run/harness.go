@@ -109,6 +109,10 @@ type PathCounter struct {
 	ToServerBytes     int64 `json:"to_server_bytes"`
 	FromServerPackets int64 `json:"from_server_packets"`
 	FromServerBytes   int64 `json:"from_server_bytes"`
+	// Drops are packets the link emulator dropped (queue overflow or
+	// configured random loss), when the network reports them.
+	ToServerDrops   int64 `json:"to_server_drops,omitempty"`
+	FromServerDrops int64 `json:"from_server_drops,omitempty"`
 }
 
 // RepEnv is everything one repetition needs.

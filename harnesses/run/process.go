@@ -163,6 +163,25 @@ func (p *Proc) Wait(d time.Duration) Process {
 	return p.Record()
 }
 
+// Stop sends sig to the process group and waits up to grace for it to exit
+// (programs that flush their traces on SIGINT), then Kills.
+func (p *Proc) Stop(sig syscall.Signal, grace time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	_ = syscall.Kill(-p.spec.Cmd.Process.Pid, sig)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		p.Kill()
+	}
+}
+
 // Kill stops the whole process group (SIGTERM, then SIGKILL after 2 s).
 func (p *Proc) Kill() {
 	select {

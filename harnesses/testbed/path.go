@@ -15,11 +15,11 @@ const DefaultBurst = 3200
 
 // PathSpec is one path's emulation, applied independently in each direction.
 type PathSpec struct {
-	Rate  int64         `json:"rate_bps"`         // bit/s of IP bytes; 0 = unlimited
-	RTT   time.Duration `json:"rtt_ns"`           // round-trip propagation delay, half per direction
-	Loss  float64       `json:"loss"`             // random loss per packet and direction, 0..1
-	Burst int           `json:"burst,omitempty"`  // token-bucket depth in bytes; 0 = DefaultBurst
-	Queue int           `json:"queue,omitempty"`  // drop-tail queue per direction in bytes; 0 = DefaultQueue
+	Rate  int64         `json:"rate_bps"`        // bit/s of IP bytes; 0 = unlimited
+	RTT   time.Duration `json:"rtt_ns"`          // round-trip propagation delay, half per direction
+	Loss  float64       `json:"loss"`            // random loss per packet and direction, 0..1
+	Burst int           `json:"burst,omitempty"` // token-bucket depth in bytes; 0 = DefaultBurst
+	Queue int           `json:"queue,omitempty"` // drop-tail queue per direction in bytes; 0 = DefaultQueue
 }
 
 // DefaultQueue is the drop-tail queue used when PathSpec.Queue is 0: one

@@ -62,6 +62,12 @@ const (
 	PathEvent EventKind = "path_event"
 	// ParametersSet records transport parameters; values land in Meta.Params too.
 	ParametersSet EventKind = "parameters_set"
+	// CongestionStateUpdated is a qlog congestion_state_updated (slow_start,
+	// recovery, ...); Detail is the new state.
+	CongestionStateUpdated EventKind = "congestion_state_updated"
+	// CongestionEvent is an implementation's own congestion-event line
+	// (msquic's "Congestion event: IsEcn=0"); Detail carries its text.
+	CongestionEvent EventKind = "congestion_event"
 )
 
 // Range is an inclusive range of packet numbers.

@@ -1,0 +1,124 @@
+// Package audit answers the three migration questions (Q1/Q2/Q3, see
+// finding.go) and reads the discriminator constants from an implementation's
+// source at an exact commit, with positions a maintainer can click.
+//
+// # Layout
+//
+//	audit          engine: Rule, Pass, Source, Register, Run, Finding/Evidence, CLI work (Command, Diff)
+//	audit/gitsrc   go-git: open --source / $MIGAUDIT_MIRRORS / cached clone; resolve a rev; read blobs at a commit
+//	audit/syntax   parsed files: definitions, call sites, classified mentions, assignments, guards
+//	audit/rules    one file per implementation (picoquic.go, quicgo.go, ...) registering its rules
+//
+// # Engine API (stable; extend compatibly)
+//
+// A rule is a value:
+//
+//	type Rule struct {
+//		Name     string                      // "<impl>/<what>", unique per implementation
+//		Doc      string                      // what it establishes and how
+//		Question Question                    // Q1, Q2, Q3, ConstInitialWindow, ConstMinWindow, ConstLossFactor, ConstDefaultRTT
+//		Run      func(*Pass) ([]Finding, error)
+//	}
+//
+// Register them from an init function in audit/rules/<impl>.go:
+//
+//	func init() { audit.Register("quinn", quinnResetRule, quinnInitialWindow) }
+//
+// The implementation name is the "name" in data/implementations.json
+// (case-insensitive, "-" ignored). Run(ctx, impl, src) runs every registered
+// rule over one Source (a commit); Audit(ctx, impl, sourceDir, rev) locates
+// the repository and runs them; Command/Diff are the CLI's work functions.
+//
+// A rule reads source only through its *Pass:
+//
+//	p.Impl, p.Commit                 the pin and the commit actually read (differs from the pin with --commit)
+//	p.File(path)                     parsed file at the commit; IsNotExist(err) when absent
+//	p.FileAs(path, syntax.Cpp)       force a language (C++ headers named .h)
+//	p.Files("quinn-proto/src/**/*.rs") parsed files matching globs ("**" = any depth; a bare dir = recursive)
+//	p.Src.ReadFile / p.Src.Files     raw bytes and path lists
+//	p.Finding(answer, mechanism)     a Finding with Impl, Rule, Question filled in, Counts map ready
+//	p.Absent("symbol X")             the graceful-degradation finding (Answer UNKNOWN, "X absent at <commit>")
+//	p.Evidence(pos, kind, note)      Evidence with excerpt (trimmed source line) and permalink
+//	                                 <upstream>/blob/<commit>/<path>#L<line>
+//	p.Constant(q, expr, params, label, mechanism, pos)
+//	                                 a constant finding, evaluated with data.Formula.Eval (arithmetic shown)
+//
+// audit.Set ([]*syntax.File) queries several files at once: Calls(name),
+// Defs(name), Funcs(name), Mentions(name), File(path). audit.Count tallies
+// mentions by kind.
+//
+// Parsed files (package syntax) answer structural questions; all results
+// carry Pos{Path, Line}:
+//
+//	f.Defs(name)        []Def: function (with Body, Empty), prototype, struct, field, enum, enumerator, macro, const, var, type;
+//	                    Owner = receiver / impl type / struct; Value = initializer / macro body
+//	f.Func(name, owner) the function with a body
+//	f.Calls(name)       []Call: REAL call expressions whose callee's last identifier is name
+//	                    (never comments, strings, prototypes); Callee text, Args (Text, Idents),
+//	                    enclosing Func/FuncOwner, Guards (innermost first)
+//	f.AllCalls(), f.CallsIn(fn)
+//	f.Mentions(name)    every occurrence, classified: call, definition, declaration, field, case_label,
+//	                    argument (Context = callee, ArgIndex), assigned (function-pointer / vtable
+//	                    initialiser; Context = LHS or field or "[i]"), comment, string, reference
+//	f.Assigns(fn)       []Assign in function fn ("" = all): LHS, Target (last ident), Op, RHS, Guards
+//	f.FuncAt(line), f.GuardsAt(line), f.Comments(substr), f.Line(n)
+//	f.Tree              generic tree-sitter tree (nil for Go) for anything else: Node.Find(kind), Walk, Child(field)
+//
+// Guard kinds: "if" (then-branch of Cond), "else", "case" (Cond = label),
+// "loop", "ternary", "match" (Rust arm pattern).
+//
+// # Writing a rule: a worked example
+//
+// A "dead hook" rule: a congestion-reset hook that algorithms implement but
+// nothing calls. It counts definitions with bodies (handlers) and real call
+// sites across the crate, and answers from the counts, never from a typed-in
+// number:
+//
+//	var quicheDeadHook = &audit.Rule{
+//		Name:     "quiche/on-connection-migration",
+//		Doc:      "Counts implementations and real call sites of on_connection_migration.",
+//		Question: audit.Q1,
+//		Run: func(p *audit.Pass) ([]audit.Finding, error) {
+//			files, err := p.Files("quiche/src/**/*.rs")
+//			if err != nil {
+//				return nil, err
+//			}
+//			set := audit.Set(files)
+//			defs, calls := set.Funcs("on_connection_migration"), set.Calls("on_connection_migration")
+//			if len(defs) == 0 {
+//				return []audit.Finding{p.Absent("fn on_connection_migration")}, nil
+//			}
+//			f := p.Finding(audit.No, "hook never called")
+//			f.Counts["implementations"], f.Counts["call_sites"] = len(defs), len(calls)
+//			for _, d := range defs {
+//				f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "handler", fmt.Sprintf("empty=%v", d.Empty)))
+//			}
+//			for _, c := range calls {
+//				f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", "in "+c.Func))
+//			}
+//			if len(calls) > 0 {
+//				f.Answer, f.Mechanism = audit.Yes, "hook reachable"
+//			}
+//			return []audit.Finding{f}, nil
+//		},
+//	}
+//
+// The real rules in audit/rules follow this shape; audit/rules/helpers.go
+// holds small shared helpers (evidence for call lists, dispatch counting).
+//
+// # Traps the syntax layer handles (tested in audit/rules/traps_test.go)
+//
+// A hook with handlers but no callers; a "call" only in a comment or string;
+// a prototype or declaration that is not a call; a dispatch through a
+// function pointer with an enum argument (count Calls of the field name and
+// read Args[i].Idents); a name as a case label.
+//
+// # Constants
+//
+// Constant rules return findings with Question ConstInitialWindow,
+// ConstMinWindow, ConstLossFactor or ConstDefaultRTT (µs) built with
+// p.Constant; `migaudit audit --impl X --write-constants` turns them into
+// data/constants/<name>.json (data.Constants, provenance "audit <commit>")
+// via ConstantsFrom. Several ConstInitialWindow findings are allowed (picoquic
+// has two); give each a Label.
+package audit

@@ -1,0 +1,352 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/audit/syntax"
+)
+
+// msquic: congestion control is connection-wide, RTT per path. The observing
+// endpoint resets in QuicPathSetActive; the client's own LOCAL_ADDRESS
+// migration changes Paths[0] in place.
+
+func init() {
+	audit.Register("msquic", msquicQ1, msquicQ3, msquicQ2, msquicConstants)
+}
+
+func msquicFiles(p *audit.Pass) (audit.Set, error) {
+	set, err := files(p, "src/core/*.c", "src/core/*.h", "src/inc/quic_datapath.h")
+	if err != nil {
+		return nil, err
+	}
+	return withoutTests(set), nil
+}
+
+const msquicReset = "QuicCongestionControlReset"
+
+var msquicQ1 = &audit.Rule{
+	Name:     "msquic/congestion-reset",
+	Question: audit.Q1,
+	Doc: "Counts direct call sites of QuicCongestionControlReset (the wrapper's own dispatch through the function-pointer " +
+		"field is not a call site), the guard on the one in QuicPathSetActive (port-only exemption), and what the " +
+		"QUIC_PARAM_CONN_LOCAL_ADDRESS setter does: in-place Paths[0] changes, no reset, client only.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := msquicFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		all := set.Calls(msquicReset)
+		calls := directCalls(all, msquicReset)
+		if len(set.Defs(msquicReset)) == 0 {
+			return []audit.Finding{p.Absent(msquicReset)}, nil
+		}
+		f := p.Finding(audit.Asymmetric, "")
+		f.Role = "both"
+		var onPathSwitch []syntax.Call
+		for _, c := range calls {
+			note := "in " + c.Func
+			if c.Func == "QuicPathSetActive" {
+				onPathSwitch = append(onPathSwitch, c)
+				note += ", guarded by " + guardText(c.Guards)
+			}
+			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", note))
+		}
+		// The port-only exemption: what the guard variable is computed from.
+		portOnly := 0
+		if len(onPathSwitch) > 0 {
+			pf := fileOf(set, onPathSwitch[0].Pos)
+			for _, a := range pf.Assigns("QuicPathSetActive") {
+				if a.Target == "UdpPortChangeOnly" && strings.Contains(a.RHS, "QuicAddrCompareIp") {
+					portOnly++
+					f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "guard", "UdpPortChangeOnly = same IP (port-only change skips the reset)"))
+				}
+			}
+		}
+		// The client's LOCAL_ADDRESS setter.
+		const param = "QUIC_PARAM_CONN_LOCAL_ADDRESS"
+		var setter string
+		var inPlace, resets []string
+		clientOnly := false
+		for _, fl := range set {
+			for _, c := range fl.AllCalls() {
+				if !underCase(c.Guards, param) {
+					continue
+				}
+				// a call handed the address of a Paths[0] member writes it in place
+				writes := false
+				for _, a := range c.Args {
+					if strings.HasPrefix(a.Text, "&") && strings.Contains(a.Text, "Paths[0]") {
+						writes = true
+					}
+				}
+				if writes && c.Name != strings.ToUpper(c.Name) && !strings.HasPrefix(c.Name, "QuicTrace") { // not a trace/assert macro
+					if setter == "" {
+						setter = c.Func
+					}
+					if c.Func == setter {
+						inPlace = append(inPlace, c.Name)
+						f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", c.Name+" writes Paths[0] in place in "+c.Func))
+					}
+				}
+				switch c.Name {
+				case msquicReset, "QuicPathSetActive", "QuicConnRestart", "QuicCongestionControlInitialize":
+					resets = append(resets, c.Name)
+				}
+			}
+			if setter != "" {
+				for _, a := range fl.Assigns(setter) {
+					if underCase(a.Guards, param) && strings.Contains(a.LHS, "Paths[0]") {
+						inPlace = append(inPlace, a.LHS)
+						f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "in-place change of Paths[0]"))
+					}
+				}
+				for _, e := range fl.Exits(setter) {
+					if underCase(e.Guards, param) && strings.Contains(e.Cond, "QuicConnIsServer") {
+						clientOnly = true
+						f.Evidence = append(f.Evidence, p.Evidence(e.Pos, "guard", "rejected on the server: "+e.Cond))
+					}
+				}
+				break
+			}
+		}
+		f.Counts["call_sites"] = len(calls)
+		f.Counts["dispatches_through_field"] = len(all) - len(calls)
+		f.Counts["on_path_switch"] = len(onPathSwitch)
+		f.Counts["port_only_exemptions"] = portOnly
+		f.Counts["local_address_in_place_changes"] = len(inPlace)
+		f.Counts["local_address_resets"] = len(resets)
+		switch {
+		case len(onPathSwitch) > 0 && setter != "" && len(resets) == 0 && len(inPlace) > 0:
+			who := "the client"
+			if !clientOnly {
+				who = "the application"
+			}
+			f.Mechanism = fmt.Sprintf("observing endpoint resets (QuicPathSetActive, skipped on port-only changes); %s's own %s migration changes Paths[0] in place (%d changes) and never resets",
+				who, param, len(inPlace))
+		case len(onPathSwitch) > 0 && setter == "":
+			f.Answer = audit.Yes
+			f.Mechanism = "QuicPathSetActive resets; no LOCAL_ADDRESS setter found"
+		default:
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("reset on path switch %d, LOCAL_ADDRESS setter %q with %d resets", len(onPathSwitch), setter, len(resets))
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var msquicQ3 = &audit.Rule{
+	Name:     "msquic/q3-split",
+	Question: audit.Q3,
+	Doc: "RTT updates are gated on NewLargestAckDifferentPath; ACK byte accounting takes &Connection->Paths[0] " +
+		"(flagged `TODO - Correct?` upstream) and QUIC_ACK_EVENT has no path field.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := msquicFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		lf := set.File("src/core/loss_detection.c")
+		if lf == nil {
+			return []audit.Finding{p.Absent("src/core/loss_detection.c")}, nil
+		}
+		f := p.Finding(audit.Split, "")
+		f.Role = "both"
+		var gate []syntax.Assign
+		for _, a := range lf.Assigns("") {
+			if a.Target == "NewLargestAckDifferentPath" && strings.Contains(a.RHS, "PathId") {
+				gate = append(gate, a)
+				f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS))
+			}
+		}
+		var gatedRTT []syntax.Call
+		for _, c := range lf.Calls("QuicConnUpdateRtt") {
+			if strings.Contains(guardText(c.Guards), "!NewLargestAckDifferentPath") {
+				gatedRTT = append(gatedRTT, c)
+				f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", "RTT update guarded by "+guardText(c.Guards)))
+			}
+		}
+		var hard []syntax.Assign
+		for _, a := range lf.Assigns("") {
+			if strings.ReplaceAll(a.RHS, " ", "") == "&Connection->Paths[0]" && strings.Contains(lf.Line(a.Line), "TODO - Correct?") {
+				hard = append(hard, a)
+				f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "ACK accounting hard-codes Paths[0] in "+a.Func))
+			}
+		}
+		var ackFields []string
+		pathField := 0
+		for _, fl := range set {
+			for _, d := range fl.AllDefs() {
+				if d.Kind == syntax.DefField && d.Owner == "QUIC_ACK_EVENT" {
+					ackFields = append(ackFields, d.Name)
+					if strings.Contains(strings.ToLower(d.Name), "path") {
+						pathField++
+					}
+				}
+			}
+			for _, d := range fl.Defs("QUIC_ACK_EVENT") {
+				if d.Kind == syntax.DefStruct {
+					f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "definition", "QUIC_ACK_EVENT fields: "+strings.Join(ackFields, ", ")))
+				}
+			}
+		}
+		f.Counts["rtt_path_gates"] = len(gate)
+		f.Counts["gated_rtt_updates"] = len(gatedRTT)
+		f.Counts["paths0_hardcoded"] = len(hard)
+		f.Counts["ack_event_fields"] = len(ackFields)
+		f.Counts["ack_event_path_fields"] = pathField
+		switch {
+		case len(gatedRTT) > 0 && len(hard) > 0 && pathField == 0:
+			var fns []string
+			for _, a := range hard {
+				fns = append(fns, a.Func)
+			}
+			f.Mechanism = fmt.Sprintf("RTT excluded by path ID (NewLargestAckDifferentPath gate); ACK byte accounting hard-codes Paths[0] at %s (%s, `TODO - Correct?`), QUIC_ACK_EVENT has no path field",
+				plural(len(hard), "site"), strings.Join(fns, ", "))
+		case len(gatedRTT) > 0 && len(hard) == 0:
+			f.Answer = audit.Yes
+			f.Mechanism = "RTT gated by path; no hard-coded Paths[0] in ACK accounting"
+		default:
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("gated RTT updates %d, Paths[0] hard-codes %d, ACK event path fields %d", len(gatedRTT), len(hard), pathField)
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var msquicQ2 = &audit.Rule{
+	Name:     "msquic/q2-initial-rtt",
+	Question: audit.Q2,
+	Doc: "What the PATH_RESPONSE frame case and QuicPathSetValid call: no RTT update; a new path's RTT comes from " +
+		"Settings.InitialRttMs in QuicPathInitialize.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := msquicFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		var inCase []syntax.Call
+		for _, fl := range set {
+			for _, c := range fl.AllCalls() {
+				if underCase(c.Guards, "QUIC_FRAME_PATH_RESPONSE") {
+					inCase = append(inCase, c)
+				}
+			}
+		}
+		if len(inCase) == 0 {
+			return []audit.Finding{p.Absent("case QUIC_FRAME_PATH_RESPONSE")}, nil
+		}
+		f := p.Finding(audit.No, "")
+		f.Role = "both"
+		rtt := 0
+		var names []string
+		check := func(cs []syntax.Call) {
+			for _, c := range cs {
+				names = append(names, c.Name)
+				if strings.Contains(strings.ToLower(c.Name), "rtt") {
+					rtt++
+					f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", "RTT call on validation"))
+				}
+			}
+		}
+		check(inCase)
+		for _, d := range set.Funcs("QuicPathSetValid") {
+			f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "definition", "called for a validated PATH_RESPONSE"))
+			check(fileOf(set, d.Pos).CallsIn(d.Name))
+			for _, a := range fileOf(set, d.Pos).Assigns(d.Name) {
+				if strings.Contains(strings.ToLower(a.LHS), "rtt") {
+					rtt++
+				}
+			}
+		}
+		for _, d := range set.Funcs("QuicPathInitialize") {
+			for _, a := range fileOf(set, d.Pos).Assigns(d.Name) {
+				if a.Target == "SmoothedRtt" {
+					f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "new path seeded: "+a.LHS+" = "+a.RHS))
+				}
+			}
+		}
+		f.Counts["calls_on_validation"] = len(names)
+		f.Counts["rtt_touches"] = rtt
+		if rtt == 0 {
+			f.Mechanism = "PATH_RESPONSE validates the path without an RTT sample; new paths start from Settings.InitialRttMs"
+		} else {
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("%d RTT touches on path validation", rtt)
+		}
+		f.Detail = "calls: " + strings.Join(names, ", ")
+		return []audit.Finding{f}, nil
+	},
+}
+
+var msquicConstants = &audit.Rule{
+	Name:     "msquic/constants",
+	Question: audit.ConstInitialWindow,
+	Doc: "CUBIC's window = DatagramPayloadLength × InitialWindowPackets (QUIC_INITIAL_WINDOW_PACKETS), the datagram payload " +
+		"from the default minimum MTU minus IPv4 and UDP headers; QUIC_PERSISTENT_CONGESTION_WINDOW_PACKETS; TEN_TIMES_BETA_CUBIC / 10; QUIC_INITIAL_RTT.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := msquicFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		var out []audit.Finding
+		mtu, mtuDef, ok1 := expandMacro(set, "QUIC_DPLPMTUD_DEFAULT_MIN_MTU")
+		ip4, _, ok2 := expandMacro(set, "CXPLAT_MIN_IPV4_HEADER_SIZE")
+		udp, _, ok3 := expandMacro(set, "CXPLAT_UDP_HEADER_SIZE")
+		var params map[string]float64
+		payload := ""
+		if ok1 && ok2 && ok3 {
+			fm, err := p.Constant(audit.ConstInitialWindow, mtu, nil, "", "", mtuDef.Pos)
+			if err != nil {
+				return nil, err
+			}
+			// The window is a function of the path MTU (the trace's send_mtu):
+			// payload = MTU - IPv4 header - UDP header (MaxUdpPayloadSizeForFamily).
+			params = map[string]float64{"MTU": fm.Constant.Value}
+			payload = fmt.Sprintf("(MTU-%s-%s)", ip4, udp)
+		}
+		var initA *syntax.Assign
+		for _, fl := range set {
+			for _, a := range fl.Assigns("") {
+				if a.Target == "CongestionWindow" && strings.Contains(a.RHS, "DatagramPayloadLength") && strings.Contains(a.RHS, "InitialWindowPackets") && strings.HasPrefix(a.LHS, "Cubic->") {
+					aa := a
+					initA = &aa
+					break
+				}
+			}
+		}
+		n, nDef, okN := expandMacro(set, "QUIC_INITIAL_WINDOW_PACKETS")
+		if initA != nil && okN && payload != "" {
+			f, err := p.Constant(audit.ConstInitialWindow, n+"*"+payload, params, "InitialWindowPackets x DatagramPayloadLength (IPv4; MTU = send_mtu, default QUIC_DPLPMTUD_DEFAULT_MIN_MTU)",
+				fmt.Sprintf("%s = %s; DatagramPayloadLength = MTU - IPv4 - UDP; default MTU %s = %s", initA.LHS, initA.RHS, mtuDef.Name, mtu), initA.Pos,
+				p.Evidence(nDef.Pos, "constant", "packets default"), p.Evidence(mtuDef.Pos, "constant", "default minimum MTU"))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		} else {
+			out = append(out, p.Absent("CUBIC initial window or its defaults"))
+		}
+		if m, d, ok := expandMacro(set, "QUIC_PERSISTENT_CONGESTION_WINDOW_PACKETS"); ok && payload != "" {
+			f, err := p.Constant(audit.ConstMinWindow, m+"*"+payload, params, "QUIC_PERSISTENT_CONGESTION_WINDOW_PACKETS x DatagramPayloadLength", "QUIC_PERSISTENT_CONGESTION_WINDOW_PACKETS = "+d.Value, d.Pos)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+		if b, d, ok := expandMacro(set, "TEN_TIMES_BETA_CUBIC"); ok {
+			f, err := p.Constant(audit.ConstLossFactor, b+"/10", nil, "TEN_TIMES_BETA_CUBIC / 10", "TEN_TIMES_BETA_CUBIC = "+d.Value, d.Pos)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+		if r, d, ok := expandMacro(set, "QUIC_INITIAL_RTT"); ok {
+			f, err := p.Constant(audit.ConstDefaultRTT, r+"*1000", nil, "QUIC_INITIAL_RTT (ms) in µs", "QUIC_INITIAL_RTT = "+d.Value+" ms", d.Pos)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+		return out, nil
+	},
+}

@@ -1,0 +1,428 @@
+package rules
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/audit/syntax"
+)
+
+// ngtcp2: connection-wide state reset wholesale on any path change at both
+// ends; old-path packets excluded by a packet-number watermark.
+
+func init() {
+	audit.Register("ngtcp2", ngtcp2Reset, ngtcp2Q3, ngtcp2Q2, ngtcp2Constants)
+}
+
+const (
+	ngtcp2ResetFn = "conn_reset_congestion_state"
+	ngtcp2StatCC  = "conn_reset_conn_stat_cc"
+)
+
+func ngtcp2Files(p *audit.Pass) (audit.Set, error) {
+	return files(p, "lib/*.c", "lib/*.h", "lib/includes/ngtcp2/ngtcp2.h")
+}
+
+// ngtcp2Role reads the endpoint from the asserts of the enclosing function.
+func ngtcp2Role(f *syntax.File, fn string) string {
+	for _, c := range f.CallsIn(fn) {
+		if c.Name != "assert" || len(c.Args) == 0 || len(c.Guards) > 0 {
+			continue
+		}
+		switch strings.ReplaceAll(c.Args[0].Text, " ", "") {
+		case "!conn->server":
+			return "client"
+		case "conn->server":
+			return "server"
+		}
+	}
+	return "either"
+}
+
+func ngtcp2Kind(fn string) string {
+	switch {
+	case strings.Contains(fn, "migration") || strings.Contains(fn, "new_path") || strings.Contains(fn, "path_response"):
+		return "migration"
+	case strings.Contains(fn, "validation_failed"):
+		return "fallback"
+	}
+	return "other"
+}
+
+var ngtcp2Reset = &audit.Rule{
+	Name:     "ngtcp2/reset-congestion-state",
+	Question: audit.Q1,
+	Doc: "Counts call sites of conn_reset_congestion_state, classifies each by its enclosing function (migration, " +
+		"fallback after failed validation, other) and endpoint (asserts on conn->server), and lists what " +
+		"conn_reset_conn_stat_cc assigns (RTT estimator and window).",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := ngtcp2Files(p)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := funcDef(set, ngtcp2ResetFn); !ok {
+			return []audit.Finding{p.Absent("function " + ngtcp2ResetFn)}, nil
+		}
+		calls := set.Calls(ngtcp2ResetFn)
+		f := p.Finding(audit.Yes, "")
+		kinds := map[string]int{}
+		roles := map[string]bool{}
+		for _, c := range calls {
+			k := ngtcp2Kind(c.Func)
+			role := ngtcp2Role(fileOf(set, c.Pos), c.Func)
+			kinds[k]++
+			if k == "migration" {
+				roles[role] = true
+			}
+			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", fmt.Sprintf("%s, %s, in %s", k, role, c.Func)))
+		}
+		// What the reset assigns.
+		var assigned []string
+		rttvarHalf := false
+		cwndInit := false
+		if d, ok := funcDef(set, ngtcp2StatCC); ok {
+			for _, a := range fileOf(set, d.Pos).Assigns(d.Name) {
+				assigned = append(assigned, a.Target)
+				switch a.Target {
+				case "latest_rtt", "min_rtt", "smoothed_rtt", "rttvar", "cwnd", "bytes_in_flight", "first_rtt_sample_ts":
+					f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS))
+				}
+				if a.Target == "rttvar" && strings.Contains(strings.ReplaceAll(a.RHS, " ", ""), "initial_rtt/2") {
+					rttvarHalf = true
+				}
+				if a.Target == "cwnd" && strings.Contains(a.RHS, "compute_initcwnd") {
+					cwndInit = true
+				}
+			}
+		}
+		has := func(t string) bool {
+			for _, a := range assigned {
+				if a == t {
+					return true
+				}
+			}
+			return false
+		}
+		rttFields := 0
+		for _, t := range []string{"latest_rtt", "min_rtt", "smoothed_rtt", "rttvar"} {
+			if has(t) {
+				rttFields++
+			}
+		}
+		f.Counts["call_sites"] = len(calls)
+		f.Counts["migration_call_sites"] = kinds["migration"]
+		f.Counts["fallback_call_sites"] = kinds["fallback"]
+		f.Counts["other_call_sites"] = kinds["other"]
+		f.Counts["rtt_fields_reset"] = rttFields
+		f.Counts["fields_assigned"] = len(assigned)
+		var rs []string
+		for r := range roles {
+			rs = append(rs, r)
+		}
+		f.Role = "both"
+		if !(roles["client"] && (roles["server"] || roles["either"])) {
+			f.Role = strings.Join(sortedKeys(roles), "+")
+		}
+		switch {
+		case kinds["migration"] > 0 && rttFields == 4 && cwndInit:
+			f.Mechanism = fmt.Sprintf("%s (%d migration-related, endpoints: %s); resets latest/min/smoothed RTT and rttvar (= initial/2: %v) and recomputes cwnd with ngtcp2_cc_compute_initcwnd",
+				plural(len(calls), "call site"), kinds["migration"], strings.Join(sortedKeys(roles), ", "), rttvarHalf)
+		case len(calls) == 0:
+			f.Answer = audit.No
+			f.Mechanism = "reset function never called"
+		default:
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("%d call sites, %d migration-related, %d RTT fields reset, cwnd recomputed %v", len(calls), kinds["migration"], rttFields, cwndInit)
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var ngtcp2Q3 = &audit.Rule{
+	Name:     "ngtcp2/q3-watermark",
+	Question: audit.Q3,
+	Doc: "ngtcp2_rtb_reset_cc_state sets cc_pkt_num to the next packet number (called from the reset); the if-guards " +
+		"in ngtcp2_rtb.c comparing a packet number with cc_pkt_num keep pre-migration packets out of congestion accounting.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := ngtcp2Files(p)
+		if err != nil {
+			return nil, err
+		}
+		rtb := set.File("lib/ngtcp2_rtb.c")
+		if rtb == nil || len(set.Defs("cc_pkt_num")) == 0 {
+			return []audit.Finding{p.Absent("cc_pkt_num watermark (lib/ngtcp2_rtb.c)")}, nil
+		}
+		f := p.Finding(audit.Yes, "")
+		f.Role = "both"
+		for _, d := range set.Defs("cc_pkt_num") {
+			if d.Kind == syntax.DefField {
+				note := "field"
+				for _, c := range fileOf(set, d.Pos).Comments("cc_pkt_num") {
+					if c.Line < d.Line && c.Line >= d.Line-4 {
+						note = strings.Join(strings.Fields(strings.Trim(c.Context, "/* ")), " ")
+					}
+				}
+				f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "definition", note))
+			}
+		}
+		setters := inFunc(set.Calls("ngtcp2_rtb_reset_cc_state"), ngtcp2ResetFn)
+		for _, c := range setters {
+			arg := ""
+			if len(c.Args) > 1 {
+				arg = c.Args[1].Text
+			}
+			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", "watermark = "+arg))
+		}
+		guards := map[int]syntax.Guard{}
+		collect := func(gs []syntax.Guard) {
+			for _, g := range gs {
+				if g.Kind == "if" && strings.Contains(g.Cond, "cc_pkt_num") {
+					guards[g.Line] = g
+				}
+			}
+		}
+		for _, c := range rtb.AllCalls() {
+			collect(c.Guards)
+		}
+		for _, a := range rtb.Assigns("") {
+			collect(a.Guards)
+		}
+		for _, e := range rtb.Exits("") {
+			if strings.Contains(e.Cond, "cc_pkt_num") {
+				guards[e.Line] = syntax.Guard{Pos: e.Pos, Kind: "if", Cond: e.Cond}
+			}
+		}
+		asserts := 0
+		for _, c := range rtb.Calls("assert") {
+			if len(c.Args) > 0 && strings.Contains(c.Args[0].Text, "cc_pkt_num") {
+				asserts++
+			}
+		}
+		lines := make([]int, 0, len(guards))
+		for l := range guards {
+			lines = append(lines, l)
+		}
+		sortInts(lines)
+		for _, l := range lines {
+			g := guards[l]
+			fn, _ := rtb.FuncAt(l)
+			f.Evidence = append(f.Evidence, p.Evidence(g.Pos, "guard", g.Cond+" in "+fn.Name))
+		}
+		f.Counts["watermark_resets"] = len(setters)
+		f.Counts["guards"] = len(guards)
+		f.Counts["asserts"] = asserts
+		if len(setters) > 0 && len(guards) > 0 {
+			f.Mechanism = fmt.Sprintf("packet-number watermark: the reset sets cc_pkt_num to the next packet number; %s in ngtcp2_rtb.c exclude older packets from congestion accounting",
+				plural(len(guards), "guard"))
+		} else {
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("watermark resets %d, guards %d", len(setters), len(guards))
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var ngtcp2Q2 = &audit.Rule{
+	Name:     "ngtcp2/q2-initial-rtt",
+	Question: audit.Q2,
+	Doc:      "conn_recv_path_response validates and promotes the path without touching the RTT estimator; the reset seeds smoothed_rtt from settings.initial_rtt.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := ngtcp2Files(p)
+		if err != nil {
+			return nil, err
+		}
+		h, ok := funcDef(set, "conn_recv_path_response")
+		if !ok {
+			return []audit.Finding{p.Absent("function conn_recv_path_response")}, nil
+		}
+		hf := fileOf(set, h.Pos)
+		rtt := 0
+		for _, c := range hf.CallsIn(h.Name) {
+			if strings.Contains(strings.ToLower(c.Name), "rtt") {
+				rtt++
+			}
+		}
+		for _, a := range hf.Assigns(h.Name) {
+			if strings.Contains(a.LHS, "rtt") {
+				rtt++
+			}
+		}
+		f := p.Finding(audit.No, "")
+		f.Role = "both"
+		f.Evidence = append(f.Evidence, p.Evidence(h.Pos, "definition", "PATH_RESPONSE handler"))
+		if d, ok := funcDef(set, ngtcp2StatCC); ok {
+			for _, a := range fileOf(set, d.Pos).Assigns(d.Name) {
+				if a.Target == "smoothed_rtt" {
+					f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "seed: "+a.RHS))
+				}
+			}
+		}
+		f.Counts["rtt_touches_in_handler"] = rtt
+		if rtt == 0 {
+			f.Mechanism = "path validation takes no RTT sample; the reset seeds smoothed_rtt from settings.initial_rtt"
+		} else {
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("%d RTT touches in conn_recv_path_response", rtt)
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var ngtcp2Constants = &audit.Rule{
+	Name:     "ngtcp2/constants",
+	Question: audit.ConstInitialWindow,
+	Doc: "ngtcp2_cc_compute_initcwnd's body turned into a formula of the payload size S, S's default as the reset " +
+		"computes it, the CUBIC ssthresh factor and the 2 × S floor, NGTCP2_DEFAULT_INITIAL_RTT.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := ngtcp2Files(p)
+		if err != nil {
+			return nil, err
+		}
+		var out []audit.Finding
+		fn, ok := funcDef(set, "ngtcp2_cc_compute_initcwnd")
+		if !ok {
+			return []audit.Finding{p.Absent("ngtcp2_cc_compute_initcwnd")}, nil
+		}
+		expr, err := initcwndFormula(fileOf(set, fn.Pos), fn)
+		if err != nil {
+			f := p.Absent("a formula in ngtcp2_cc_compute_initcwnd")
+			f.Detail += ": " + err.Error()
+			return []audit.Finding{f}, nil
+		}
+		// S as the reset computes it.
+		S, sNote, sPos := 0.0, "", fn.Pos
+		if d, ok := funcDef(set, ngtcp2StatCC); ok {
+			for _, a := range fileOf(set, d.Pos).Assigns(d.Name) {
+				if a.Target != "cwnd" {
+					continue
+				}
+				switch {
+				case strings.Contains(a.RHS, "settings.max_tx_udp_payload_size"):
+					for _, fl := range set {
+						for _, s := range fl.Assigns("") {
+							if s.LHS == "settings->max_tx_udp_payload_size" {
+								if v, err := p.Constant(audit.ConstInitialWindow, strings.ReplaceAll(s.RHS, " ", ""), nil, "", "", s.Pos); err == nil {
+									S, sNote, sPos = v.Constant.Value, "settings default max_tx_udp_payload_size = "+s.RHS, s.Pos
+								}
+							}
+						}
+					}
+				default:
+					// per-path: dcid.current.max_udp_payload_size, initialised from NGTCP2_MAX_UDP_PAYLOAD_SIZE
+					for _, fl := range set {
+						for _, s := range fl.Assigns("") {
+							if s.LHS == "dcid->max_udp_payload_size" && strings.HasPrefix(s.RHS, "NGTCP2_") {
+								if v, _, ok := expandMacro(set, s.RHS); ok {
+									if n, ok := numeric(v); ok {
+										S, sNote, sPos = n, "path's max_udp_payload_size before PMTUD = "+s.RHS+" = "+v, s.Pos
+									}
+								}
+							}
+						}
+					}
+				}
+				f, err := p.Constant(audit.ConstInitialWindow, expr, map[string]float64{"S": S}, "ngtcp2_cc_compute_initcwnd(max_tx_udp_payload_size)",
+					"cwnd = "+a.RHS+"; S: "+sNote, fn.Pos, p.Evidence(a.Pos, "assignment", "reset recomputes the window"), p.Evidence(sPos, "constant", "S default"))
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, f)
+				break
+			}
+		}
+		if S == 0 {
+			return append(out, p.Absent("the payload size the reset uses")), nil
+		}
+		// CUBIC (the default cc_algo) loss response: ssthresh = cwnd * 7 / 10,
+		// floored at 2 * S in the same function.
+		cubic := regexp.MustCompile(`^cstat->cwnd\*(\d+)/(\d+)$`)
+		lossFn := ""
+		for _, fl := range set {
+			for _, a := range fl.Assigns("") {
+				if lossFn != "" || a.LHS != "cstat->ssthresh" {
+					continue
+				}
+				if m := cubic.FindStringSubmatch(strings.ReplaceAll(a.RHS, " ", "")); m != nil {
+					f, err := p.Constant(audit.ConstLossFactor, m[1]+"/"+m[2], nil, "CUBIC ssthresh = cwnd * "+m[1]+" / "+m[2], "in "+a.Func+" (default cc_algo CUBIC)", a.Pos)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, f)
+					lossFn = a.Func
+				}
+			}
+		}
+		floorDone := false
+		for _, fl := range set {
+			for _, a := range fl.Assigns(lossFn) {
+				r := strings.ReplaceAll(a.RHS, " ", "")
+				if !floorDone && a.LHS == "cstat->ssthresh" && strings.Contains(r, "2*cstat->max_tx_udp_payload_size") {
+					f, err := p.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": S}, "2 x max_tx_udp_payload_size", a.LHS+" = "+a.RHS+" in "+a.Func, a.Pos)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, f)
+					floorDone = true
+				}
+			}
+		}
+		if r, d, ok := expandMacro(set, "NGTCP2_DEFAULT_INITIAL_RTT"); ok {
+			// ngtcp2 durations are nanoseconds
+			f, err := p.Constant(audit.ConstDefaultRTT, "("+r+")/1000", nil, "NGTCP2_DEFAULT_INITIAL_RTT (ns) in µs", "NGTCP2_DEFAULT_INITIAL_RTT = "+d.Value, d.Pos)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+		return out, nil
+	},
+}
+
+// initcwndFormula rewrites ngtcp2_cc_compute_initcwnd's body as an expression
+// of its parameter S: locals substituted, ngtcp2_min/max as min/max.
+func initcwndFormula(f *syntax.File, fn syntax.Def) (string, error) {
+	if len(fn.Params) != 1 {
+		return "", fmt.Errorf("expected one parameter, have %d", len(fn.Params))
+	}
+	param := fn.Params[0]
+	locals := map[string]string{}
+	for _, a := range f.Assigns(fn.Name) {
+		rhs := a.RHS
+		for k, v := range locals {
+			rhs = replaceIdent(rhs, k, v)
+		}
+		locals[a.Target] = rhs
+	}
+	// the returned expression is the last top-level min/max call
+	var ret string
+	for _, c := range f.CallsIn(fn.Name) {
+		if (c.Name == "ngtcp2_min" || c.Name == "ngtcp2_min_size" || c.Name == "ngtcp2_min_uint64") && strings.Contains(fn.Body, "return "+c.Text) {
+			ret = c.Text
+		}
+	}
+	if ret == "" {
+		return "", fmt.Errorf("no `return ngtcp2_min(...)` in %s", fn.Name)
+	}
+	for k, v := range locals {
+		ret = replaceIdent(ret, k, v)
+	}
+	ret = regexp.MustCompile(`ngtcp2_(min|max)(_[a-z0-9]+)?\(`).ReplaceAllString(ret, "$1(")
+	ret = replaceIdent(ret, param, "S")
+	return strings.ReplaceAll(ret, " ", ""), nil
+}
+
+// replaceIdent replaces whole-identifier occurrences of name in s.
+func replaceIdent(s, name, with string) string {
+	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
+	return re.ReplaceAllLiteralString(s, with)
+}
+
+func sortInts(a []int) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}

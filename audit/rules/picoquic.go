@@ -1,0 +1,561 @@
+package rules
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/audit/syntax"
+)
+
+// picoquic: congestion state lives in the path object, migration attaches a
+// new tuple to the same path, and the reset notification is never sent.
+
+const (
+	picoSrc          = "picoquic/*.[ch]"
+	picoNotifyEnum   = "picoquic_congestion_notification_t"
+	picoResetValue   = "picoquic_congestion_notification_reset"
+	picoAlgType      = "picoquic_congestion_algorithm_t"
+	picoAlgStruct    = "st_picoquic_congestion_algorithm_t"
+	picoNotifyField  = "alg_notify"
+	picoPathResponse = "picoquic_decode_path_response_frame"
+	picoUpdateRTT    = "picoquic_update_path_rtt"
+)
+
+func init() {
+	audit.Register("picoquic", picoResetDispatch, picoPathValidation, picoQ2, picoQ3, picoConstants)
+}
+
+var picoResetDispatch = &audit.Rule{
+	Name:     "picoquic/reset-notification",
+	Question: audit.Q1,
+	Doc: "Counts the congestion algorithms (picoquic_congestion_algorithm_t initialisers) whose notify " +
+		"callback handles picoquic_congestion_notification_reset, and every dispatch through the " +
+		"alg_notify callback by notification value: a handled but never dispatched reset is a dead hook.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := files(p, picoSrc)
+		if err != nil {
+			return nil, err
+		}
+		var values []syntax.Def
+		for _, f := range set {
+			values = append(values, f.Enumerators(picoNotifyEnum)...)
+		}
+		if len(values) == 0 {
+			return []audit.Finding{p.Absent("enum " + picoNotifyEnum)}, nil
+		}
+		isValue := map[string]bool{}
+		var resetDef *syntax.Def
+		for i, v := range values {
+			isValue[v.Name] = true
+			if v.Name == picoResetValue {
+				resetDef = &values[i]
+			}
+		}
+		if resetDef == nil {
+			return []audit.Finding{p.Absent(picoResetValue)}, nil
+		}
+
+		// Dispatches: every call through the notify callback, by the
+		// enumerators its notification argument names (a ternary names two).
+		notifyIdx := fieldIndex(set, picoAlgStruct, picoNotifyField)
+		dispatch := map[string]int{}
+		var sites []syntax.Call
+		for _, c := range set.Calls(picoNotifyField) {
+			if c.Callee == picoNotifyField {
+				continue // a function of that name, not the callback field
+			}
+			sites = append(sites, c)
+			if len(c.Args) < 3 {
+				continue
+			}
+			for _, id := range c.Args[2].Idents {
+				if isValue[id] {
+					dispatch[id]++
+				}
+			}
+		}
+
+		// Algorithms: initialisers of picoquic_congestion_algorithm_t and their notify function.
+		algs := algorithmNotifiers(set, notifyIdx)
+		direct := map[string]syntax.Mention{}
+		for _, m := range set.Mentions(picoResetValue) {
+			if m.Kind == syntax.MentionCaseLabel {
+				direct[m.Func] = m
+			}
+		}
+		f := p.Finding(audit.No, "")
+		f.Role = "both"
+		handlers, viaForward := 0, 0
+		var notes []string
+		for _, a := range algs {
+			if m, ok := direct[a.notify]; ok {
+				handlers++
+				f.Evidence = append(f.Evidence, p.Evidence(m.Pos, "handler", a.name+" via "+a.notify))
+				continue
+			}
+			// One level of forwarding: the notify function passes its
+			// notification on to a function that handles the reset.
+			fwd := ""
+			for _, fl := range set {
+				for _, c := range fl.CallsIn(a.notify) {
+					if _, ok := direct[c.Name]; ok {
+						for _, arg := range c.Args {
+							if arg.Text == "notification" {
+								fwd = c.Name
+							}
+						}
+						if fwd != "" {
+							f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "handler", fmt.Sprintf("%s via %s, forwarding to %s", a.name, a.notify, fwd)))
+							break
+						}
+					}
+				}
+				if fwd != "" {
+					break
+				}
+			}
+			if fwd != "" {
+				handlers++
+				viaForward++
+				notes = append(notes, fmt.Sprintf("%s forwards to %s", a.notify, fwd))
+			} else {
+				notes = append(notes, a.name+" does not handle it")
+			}
+		}
+		var dispatched []string
+		for _, v := range values {
+			if dispatch[v.Name] > 0 {
+				dispatched = append(dispatched, strings.TrimPrefix(v.Name, "picoquic_congestion_notification_"))
+			}
+		}
+		f.Counts["notification_values"] = len(values)
+		f.Counts["algorithms"] = len(algs)
+		f.Counts["algorithms_handling_reset"] = handlers
+		f.Counts["handled_by_forwarding"] = viaForward
+		f.Counts["notify_handlers_with_reset_case"] = len(direct)
+		f.Counts["dispatch_sites"] = len(sites)
+		f.Counts["values_dispatched"] = len(dispatched)
+		f.Counts["reset_dispatches"] = dispatch[picoResetValue]
+		f.Evidence = append([]audit.Evidence{p.Evidence(resetDef.Pos, "definition", "enumerator of "+picoNotifyEnum)}, f.Evidence...)
+		for _, c := range sites {
+			var named []string
+			if len(c.Args) > 2 {
+				for _, id := range c.Args[2].Idents {
+					if isValue[id] {
+						named = append(named, strings.TrimPrefix(id, "picoquic_congestion_notification_"))
+					}
+				}
+			}
+			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "dispatch", "notifies "+strings.Join(named, "|")+" in "+c.Func))
+		}
+		sort.Strings(notes)
+		if dispatch[picoResetValue] == 0 {
+			f.Mechanism = fmt.Sprintf("reset notification handled by %d of %d algorithms, dispatched by nothing: %d alg_notify sites dispatch %d of %d values, reset not among them",
+				handlers, len(algs), len(sites), len(dispatched), len(values))
+		} else {
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("reset notification dispatched %d times; whether on migration needs reading the sites", dispatch[picoResetValue])
+		}
+		f.Detail = "values dispatched: " + strings.Join(dispatched, ", ")
+		if len(notes) > 0 {
+			f.Detail += "; " + strings.Join(notes, "; ")
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+type algorithm struct{ name, notify string }
+
+// fieldIndex is the position of field in struct (for positional initialisers).
+func fieldIndex(set audit.Set, strct, field string) int {
+	i := 0
+	for _, f := range set {
+		for _, d := range f.AllDefs() {
+			if d.Kind == syntax.DefField && d.Owner == strct {
+				if d.Name == field {
+					return i
+				}
+				i++
+			}
+		}
+		if i > 0 {
+			break
+		}
+	}
+	return -1
+}
+
+// algorithmNotifiers finds `picoquic_congestion_algorithm_t X = {...}` and the
+// function in its notify slot (positional or designated).
+func algorithmNotifiers(set audit.Set, notifyIdx int) []algorithm {
+	var out []algorithm
+	for _, f := range set {
+		if f.Tree == nil {
+			continue
+		}
+		for _, decl := range f.Tree.Find("declaration") {
+			if strings.TrimSpace(f.Text(decl.Child("type"))) != picoAlgType {
+				continue
+			}
+			for _, d := range decl.Children {
+				// a plain `T name = {...}`, not an array of pointers to algorithms
+				if d.Kind != "init_declarator" || d.Child("declarator") == nil || d.Child("declarator").Kind != "identifier" {
+					continue
+				}
+				val := d.Child("value")
+				if val == nil || val.Kind != "initializer_list" {
+					continue
+				}
+				name := f.Text(d.Child("declarator"))
+				idx := 0
+				for _, el := range val.Children {
+					if !el.Named || el.Kind == "comment" {
+						continue
+					}
+					if el.Kind == "initializer_pair" {
+						if strings.Contains(f.Text(el.Child("designator")), picoNotifyField) {
+							out = append(out, algorithm{name, strings.TrimSpace(f.Text(el.Child("value")))})
+						}
+					} else if idx == notifyIdx {
+						out = append(out, algorithm{name, strings.TrimSpace(f.Text(el))})
+					}
+					idx++
+				}
+			}
+		}
+	}
+	return out
+}
+
+var picoPathValidation = &audit.Rule{
+	Name:     "picoquic/path-validation",
+	Question: audit.Q1,
+	Doc: "Lists what the PATH_RESPONSE handler calls and assigns: RTT and MTU updates, no congestion " +
+		"control; and where the window is re-initialised to PICOQUIC_CWIN_INITIAL (setup and new-path creation only).",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := files(p, picoSrc)
+		if err != nil {
+			return nil, err
+		}
+		fn, ok := funcDef(set, picoPathResponse)
+		if !ok {
+			return []audit.Finding{p.Absent("function " + picoPathResponse)}, nil
+		}
+		file := fileOf(set, fn.Pos)
+		calls := file.CallsIn(fn.Name)
+		assigns := file.Assigns(fn.Name)
+		var rtt, cc []syntax.Call
+		var ccAssign []syntax.Assign
+		for _, c := range calls {
+			n := strings.ToLower(c.Name)
+			switch {
+			case c.Name == picoNotifyField || strings.Contains(n, "congestion") || strings.Contains(n, "cwin") || strings.HasPrefix(n, "picoquic_cc_"):
+				cc = append(cc, c)
+			case strings.Contains(n, "rtt"):
+				rtt = append(rtt, c)
+			}
+		}
+		for _, a := range assigns {
+			t := strings.ToLower(a.Target)
+			if strings.Contains(t, "cwin") || strings.Contains(t, "congestion") || strings.Contains(t, "ssthresh") {
+				ccAssign = append(ccAssign, a)
+			}
+		}
+		// Where is the window set to the initial value at all?
+		var reinit []syntax.Assign
+		for _, f := range set {
+			for _, a := range f.Assigns("") {
+				if a.Target == "cwin" && strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL") {
+					reinit = append(reinit, a)
+				}
+			}
+		}
+		f := p.Finding(audit.No, "")
+		f.Role = "both"
+		f.Counts["calls_in_handler"] = len(calls)
+		f.Counts["rtt_calls"] = len(rtt)
+		f.Counts["cc_calls"] = len(cc)
+		f.Counts["cc_assignments"] = len(ccAssign)
+		f.Counts["cwin_initial_assignments"] = len(reinit)
+		f.Evidence = append(f.Evidence, p.Evidence(fn.Pos, "definition", "PATH_RESPONSE handler"))
+		f.Evidence = append(f.Evidence, callEvidence(p, rtt, "call")...)
+		f.Evidence = append(f.Evidence, callEvidence(p, cc, "call")...)
+		var where []string
+		seen := map[string]bool{}
+		for _, a := range reinit {
+			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "cwin re-initialised in "+a.Func))
+			if !seen[a.Func] {
+				seen[a.Func] = true
+				where = append(where, a.Func)
+			}
+		}
+		var names []string
+		for _, c := range calls {
+			names = append(names, c.Name)
+		}
+		if len(cc) == 0 && len(ccAssign) == 0 {
+			f.Mechanism = fmt.Sprintf("path validation updates RTT (%d call) but never touches congestion control; cwin = PICOQUIC_CWIN_INITIAL only in %s",
+				len(rtt), strings.Join(where, ", "))
+		} else {
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("PATH_RESPONSE handler touches congestion control (%d calls, %d assignments)", len(cc), len(ccAssign))
+		}
+		f.Detail = "handler calls: " + strings.Join(names, ", ")
+		return []audit.Finding{f}, nil
+	},
+}
+
+var picoQ2 = &audit.Rule{
+	Name:     "picoquic/q2-challenge-rtt",
+	Question: audit.Q2,
+	Doc: "Finds the PATH_RESPONSE handler's RTT update, its epoch argument, and the guard in " +
+		"picoquic_update_path_rtt: with epoch < 0 the update runs only when !rtt_is_initialized, which is " +
+		"never cleared on a path that already has a sample (INERT).",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := files(p, picoSrc)
+		if err != nil {
+			return nil, err
+		}
+		handler, ok := funcDef(set, picoPathResponse)
+		if !ok {
+			return []audit.Finding{p.Absent("function " + picoPathResponse)}, nil
+		}
+		upd, ok := funcDef(set, picoUpdateRTT)
+		if !ok {
+			return []audit.Finding{p.Absent("function " + picoUpdateRTT)}, nil
+		}
+		calls := inFunc(set.Calls(picoUpdateRTT), handler.Name)
+		if len(calls) == 0 {
+			f := p.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
+			f.Evidence = append(f.Evidence, p.Evidence(handler.Pos, "definition", ""))
+			return []audit.Finding{f}, nil
+		}
+		call := calls[0]
+		epochIdx := -1
+		for i, prm := range upd.Params {
+			if prm == "epoch" {
+				epochIdx = i
+			}
+		}
+		epochArg := ""
+		if epochIdx >= 0 && epochIdx < len(call.Args) {
+			epochArg = call.Args[epochIdx].Text
+		}
+		// The guard on the update's body that names rtt_is_initialized.
+		var guard *syntax.Guard
+		uf := fileOf(set, upd.Pos)
+		for _, a := range uf.Assigns(upd.Name) {
+			for i := len(a.Guards) - 1; i >= 0; i-- {
+				if strings.Contains(a.Guards[i].Cond, "rtt_is_initialized") && a.Guards[i].Kind == "if" {
+					g := a.Guards[i]
+					guard = &g
+					break
+				}
+			}
+			if guard != nil {
+				break
+			}
+		}
+		var setTo1, setTo0 []syntax.Assign
+		for _, f := range set {
+			for _, a := range f.Assigns("") {
+				if a.Target == "rtt_is_initialized" {
+					if strings.TrimSpace(a.RHS) == "0" {
+						setTo0 = append(setTo0, a)
+					} else {
+						setTo1 = append(setTo1, a)
+					}
+				}
+			}
+		}
+		f := p.Finding(audit.Inert, "")
+		f.Role = "both"
+		f.Counts["challenge_rtt_calls"] = len(calls)
+		f.Counts["rtt_is_initialized_set"] = len(setTo1)
+		f.Counts["rtt_is_initialized_cleared"] = len(setTo0)
+		f.Evidence = append(f.Evidence, p.Evidence(call.Pos, "call", "RTT sample from the challenge, epoch "+epochArg))
+		if guard != nil {
+			f.Evidence = append(f.Evidence, p.Evidence(guard.Pos, "guard", guard.Cond))
+		}
+		for _, a := range setTo1 {
+			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS+" in "+a.Func))
+		}
+		for _, a := range setTo0 {
+			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", a.LHS+" = 0 in "+a.Func))
+		}
+		negEpoch := strings.HasPrefix(strings.TrimSpace(epochArg), "-")
+		switch {
+		case guard != nil && negEpoch && strings.Contains(guard.Cond, "!") && strings.Contains(guard.Cond, "epoch >= 0") && len(setTo0) == 0:
+			f.Mechanism = fmt.Sprintf("challenge RTT passed with epoch %s, so the guard `%s` reduces to !rtt_is_initialized: false on a path that already has a sample, and nothing clears it (%d sets, 0 clears)",
+				epochArg, guard.Cond, len(setTo1))
+		case guard == nil:
+			f.Answer = audit.Yes
+			f.Mechanism = "challenge RTT sample applied without an rtt_is_initialized gate"
+		default:
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("challenge RTT gated by `%s` with epoch %s; %d clears of rtt_is_initialized", guard.Cond, epochArg, len(setTo0))
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var picoQ3 = &audit.Rule{
+	Name:     "picoquic/q3-attribution",
+	Question: audit.Q3,
+	Doc: "Migration promotes a tuple inside the same path object; ACK-derived RTT samples and " +
+		"congestion notifications are keyed by path, so nothing separates old-tuple packets from new.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := files(p, picoSrc)
+		if err != nil {
+			return nil, err
+		}
+		handler, ok := funcDef(set, picoPathResponse)
+		if !ok {
+			return []audit.Finding{p.Absent("function " + picoPathResponse)}, nil
+		}
+		hf := fileOf(set, handler.Pos)
+		var promote []syntax.Assign
+		for _, a := range hf.Assigns(handler.Name) {
+			if a.Target == "first_tuple" {
+				promote = append(promote, a)
+			}
+		}
+		created := inFunc(set.Calls("picoquic_create_path"), handler.Name)
+		// ACK-derived RTT samples (epoch >= 0; epoch -1 marks the handshake and
+		// challenge hints), and whether any is filtered by tuple.
+		var samples, tupleGuarded []syntax.Call
+		for _, c := range set.Calls(picoUpdateRTT) {
+			if c.Func == handler.Name || len(c.Args) < 3 || strings.HasPrefix(strings.TrimSpace(c.Args[2].Text), "-") {
+				continue
+			}
+			samples = append(samples, c)
+			if strings.Contains(guardText(c.Guards), "tuple") {
+				tupleGuarded = append(tupleGuarded, c)
+			}
+		}
+		f := p.Finding(audit.No, "")
+		f.Role = "both"
+		f.Counts["tuple_promotions"] = len(promote)
+		f.Counts["paths_created_on_validation"] = len(created)
+		f.Counts["ack_rtt_sample_sites"] = len(samples)
+		f.Counts["tuple_filtered_samples"] = len(tupleGuarded)
+		for _, a := range promote {
+			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "new tuple promoted within the same path"))
+		}
+		f.Evidence = append(f.Evidence, callEvidence(p, samples, "call")...)
+		if len(promote) > 0 && len(created) == 0 && len(tupleGuarded) == 0 {
+			var keys []string
+			for _, c := range samples {
+				if len(c.Args) > 1 {
+					keys = append(keys, c.Args[1].Text)
+				}
+			}
+			f.Mechanism = fmt.Sprintf("migration reuses the path object (tuple promoted, no new path); %s keyed by path (%s), none filtered by tuple",
+				plural(len(samples), "ACK RTT sample site"), strings.Join(keys, ", "))
+		} else {
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("tuple promotions %d, paths created %d, tuple-filtered samples %d", len(promote), len(created), len(tupleGuarded))
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var picoConstants = &audit.Rule{
+	Name:     "picoquic/constants",
+	Question: audit.ConstInitialWindow,
+	Doc: "PICOQUIC_CWIN_INITIAL and PICOQUIC_CWIN_MINIMUM expanded from their macros; BBR's 2 × send_mtu floor; " +
+		"PICOQUIC_INITIAL_RTT; the loss factors the algorithms apply.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := files(p, picoSrc)
+		if err != nil {
+			return nil, err
+		}
+		var out []audit.Finding
+		add := func(f audit.Finding, err error) error {
+			if err != nil {
+				return err
+			}
+			out = append(out, f)
+			return nil
+		}
+		if expr, def, ok := expandMacro(set, "PICOQUIC_CWIN_INITIAL"); ok {
+			if err := add(p.Constant(audit.ConstInitialWindow, expr, nil, "by the constant (PICOQUIC_CWIN_INITIAL)", "PICOQUIC_CWIN_INITIAL = "+def.Value, def.Pos)); err != nil {
+				return nil, err
+			}
+		} else {
+			out = append(out, p.Absent("macro PICOQUIC_CWIN_INITIAL"))
+		}
+		// An effective window of 10 × the negotiated send size: look for it.
+		var effective []syntax.Assign
+		for _, f := range set {
+			for _, a := range f.Assigns("") {
+				if a.Target == "cwin" && strings.Contains(a.RHS, "send_mtu") && (strings.Contains(a.RHS, "10") || strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL")) {
+					effective = append(effective, a)
+				}
+			}
+		}
+		if len(effective) > 0 {
+			a := effective[0]
+			if err := add(p.Constant(audit.ConstInitialWindow, "10*S", map[string]float64{"S": 1424}, "effective (10 x send size)", "cwin = "+a.RHS+" in "+a.Func, a.Pos)); err != nil {
+				return nil, err
+			}
+		} else if prov := provisional(p, "effective"); prov != nil {
+			// Not in source: carry the study's observed value, marked as such.
+			f := p.Finding(audit.Unknown, "no cwin = 10 × send_mtu assignment in source; the study's effective window is carried, not audited")
+			f.Question = audit.ConstInitialWindow
+			v, arith, err := prov.Eval(nil)
+			if err != nil {
+				return nil, err
+			}
+			f.Constant = &audit.ConstantFinding{Expr: prov.Expr, Params: prov.Params, Value: v, Arithmetic: arith, Label: prov.Label,
+				Provenance: "study §6.2, observed; no source expression at " + p.Commit[:12]}
+			out = append(out, f)
+		}
+		// Floors: BBR's 2 × send_mtu (what a BBR loss cascade bottoms out at) and the macro.
+		var bbrFloor []syntax.Assign
+		for _, f := range set {
+			for _, a := range f.Assigns("") {
+				if a.Target == "cwin" && strings.ReplaceAll(a.RHS, " ", "") == "2*path_x->send_mtu" {
+					bbrFloor = append(bbrFloor, a)
+				}
+			}
+		}
+		if len(bbrFloor) > 0 {
+			a := bbrFloor[0]
+			if err := add(p.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": 1424}, "2 x send_mtu ("+a.Func+")", fmt.Sprintf("cwin = %s in %s (%s)", a.RHS, a.Func, plural(len(bbrFloor), "site")), a.Pos)); err != nil {
+				return nil, err
+			}
+		}
+		if expr, def, ok := expandMacro(set, "PICOQUIC_CWIN_MINIMUM"); ok {
+			f, err := p.Constant(audit.ConstMinWindow, expr, nil, "PICOQUIC_CWIN_MINIMUM", "PICOQUIC_CWIN_MINIMUM = "+def.Value+" (newreno, cubic, fastcc floors)", def.Pos)
+			if err != nil {
+				return nil, err
+			}
+			f.Constant.Alternative = len(bbrFloor) > 0
+			out = append(out, f)
+		}
+		if expr, def, ok := expandMacro(set, "PICOQUIC_INITIAL_RTT"); ok {
+			if err := add(p.Constant(audit.ConstDefaultRTT, expr, nil, "PICOQUIC_INITIAL_RTT (µs)", "PICOQUIC_INITIAL_RTT = "+def.Value, def.Pos)); err != nil {
+				return nil, err
+			}
+		}
+		// Loss factor: newreno halves ssthresh; reported for context only
+		// (the study's row has none: BBR applies no multiplicative decrease).
+		for _, f := range set {
+			for _, a := range f.Assigns("picoquic_newreno_sim_notify") {
+				if a.Target == "ssthresh" && strings.HasSuffix(strings.ReplaceAll(a.RHS, " ", ""), "cwin/2") {
+					c, err := p.Constant(audit.ConstLossFactor, "0.5", nil, "newreno ssthresh = cwin / 2", "newreno only; BBR has no multiplicative decrease", a.Pos)
+					if err != nil {
+						return nil, err
+					}
+					c.Constant.Alternative = true
+					out = append(out, c)
+					break
+				}
+			}
+		}
+		return out, nil
+	},
+}

@@ -1,0 +1,366 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/audit/syntax"
+)
+
+// quiche: every Path owns its Recovery; a new path is born at the initial
+// window. on_connection_migration is a hook nothing calls.
+
+func init() {
+	audit.Register("quiche", quicheDeadHook, quichePerPath, quicheQ2, quicheQ3, quicheConstants)
+}
+
+const quicheSrc = "quiche/src/**/*.rs"
+
+func quicheFiles(p *audit.Pass) (audit.Set, error) {
+	set, err := files(p, quicheSrc)
+	if err != nil {
+		return nil, err
+	}
+	if len(set) == 0 {
+		// layouts before the workspace split kept the crate at src/
+		return files(p, "src/**/*.rs")
+	}
+	return set, nil
+}
+
+// live drops calls in test-only code.
+func live(cs []syntax.Call) []syntax.Call {
+	var out []syntax.Call
+	for _, c := range cs {
+		if !c.Test {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func liveDefs(ds []syntax.Def) []syntax.Def {
+	var out []syntax.Def
+	for _, d := range ds {
+		if !d.Test {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+var quicheDeadHook = &audit.Rule{
+	Name:     "quiche/on-connection-migration",
+	Question: audit.Q1,
+	Doc: "Counts implementations (with bodies), declarations and real call sites of on_connection_migration; " +
+		"a declared, implemented, never-called hook is INERT.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := quicheFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		const hook = "on_connection_migration"
+		var impls, decls []syntax.Def
+		for _, d := range liveDefs(set.Defs(hook)) {
+			switch d.Kind {
+			case syntax.DefFunction:
+				impls = append(impls, d)
+			case syntax.DefPrototype:
+				decls = append(decls, d)
+			}
+		}
+		if len(impls)+len(decls) == 0 {
+			return []audit.Finding{p.Absent("fn " + hook)}, nil
+		}
+		calls := live(set.Calls(hook))
+		empty := 0
+		f := p.Finding(audit.Inert, "")
+		f.Role = "both"
+		for _, d := range decls {
+			note := "trait declaration"
+			for _, c := range fileOf(set, d.Pos).Comments("migrat") {
+				if c.Line < d.Line && c.Line >= d.Line-3 {
+					note += "; doc: " + strings.TrimSpace(strings.TrimPrefix(c.Context, "///"))
+				}
+			}
+			f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "declaration", note))
+		}
+		for _, d := range impls {
+			if d.Empty {
+				empty++
+			}
+			f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "handler", fmt.Sprintf("impl for %s, empty=%v", d.Owner, d.Empty)))
+		}
+		f.Evidence = append(f.Evidence, callEvidence(p, calls, "call")...)
+		f.Counts["implementations"] = len(impls)
+		f.Counts["empty_implementations"] = empty
+		f.Counts["declarations"] = len(decls)
+		f.Counts["call_sites"] = len(calls)
+		if len(calls) == 0 {
+			f.Mechanism = fmt.Sprintf("dead hook: %s (%d empty), 0 call sites", plural(len(impls), "implementation"), empty)
+		} else {
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("hook called from %s", plural(len(calls), "site"))
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var quichePerPath = &audit.Rule{
+	Name:     "quiche/per-path-recovery",
+	Question: audit.Q1,
+	Doc: "Path::new initialises its own recovery with Recovery::new_with_config (the initial window); Path::new " +
+		"is called for every new peer address; the hook called on a path switch (on_path_change) runs loss " +
+		"detection on the old path and resets nothing.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := quicheFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		var pathNew syntax.Def
+		found := false
+		for _, d := range liveDefs(set.Funcs("new")) {
+			if d.Owner == "Path" {
+				pathNew, found = d, true
+			}
+		}
+		if !found {
+			return []audit.Finding{p.Absent("Path::new")}, nil
+		}
+		pf := fileOf(set, pathNew.Pos)
+		var init []syntax.Assign
+		for _, a := range pf.Assigns("new") {
+			if a.FuncOwner == "Path" && a.Target == "recovery" && strings.Contains(a.RHS, "Recovery::new") {
+				init = append(init, a)
+			}
+		}
+		var creations []syntax.Call
+		for _, c := range live(set.Calls("new")) {
+			if c.Callee == "path::Path::new" || c.Callee == "Path::new" {
+				creations = append(creations, c)
+			}
+		}
+		var switches []syntax.Call
+		for _, c := range live(set.Calls("on_path_change")) {
+			if strings.Contains(c.Callee, "recovery") {
+				switches = append(switches, c)
+			}
+		}
+		f := p.Finding(audit.Yes, "")
+		f.Role = "both"
+		f.Evidence = append(f.Evidence, p.Evidence(pathNew.Pos, "definition", "Path::new"))
+		for _, a := range init {
+			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "per-path recovery = "+a.RHS))
+		}
+		f.Evidence = append(f.Evidence, callEvidence(p, creations, "call")...)
+		for _, c := range switches {
+			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", "on path switch: "+c.Callee+" (old path, loss detection) in "+c.Func))
+		}
+		f.Counts["recovery_inits_in_path_new"] = len(init)
+		f.Counts["path_new_call_sites"] = len(creations)
+		f.Counts["on_path_change_calls"] = len(switches)
+		if len(init) > 0 && len(creations) > 0 {
+			f.Mechanism = fmt.Sprintf("per-path state: Path::new builds a fresh Recovery (%s creates paths); nothing is reset, a new path is born at the initial window",
+				plural(len(creations), "call site"))
+		} else {
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("Recovery init in Path::new %d, Path::new call sites %d", len(init), len(creations))
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var quicheQ2 = &audit.Rule{
+	Name:     "quiche/q2-initial-rtt",
+	Question: audit.Q2,
+	Doc: "What Path::on_response_received (PATH_RESPONSE) does: no RTT call or assignment; the new path's " +
+		"Recovery starts from the configured initial_rtt.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := quicheFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		var h syntax.Def
+		found := false
+		for _, d := range liveDefs(set.Funcs("on_response_received")) {
+			if d.Owner == "Path" {
+				h, found = d, true
+			}
+		}
+		if !found {
+			return []audit.Finding{p.Absent("Path::on_response_received")}, nil
+		}
+		hf := fileOf(set, h.Pos)
+		var rttCalls []syntax.Call
+		for _, c := range hf.CallsIn(h.Name) {
+			if c.FuncOwner == "Path" && strings.Contains(strings.ToLower(c.Name), "rtt") {
+				rttCalls = append(rttCalls, c)
+			}
+		}
+		var rttAssigns []syntax.Assign
+		for _, a := range hf.Assigns(h.Name) {
+			if a.FuncOwner == "Path" && strings.Contains(strings.ToLower(a.LHS), "rtt") {
+				rttAssigns = append(rttAssigns, a)
+			}
+		}
+		f := p.Finding(audit.No, "")
+		f.Role = "both"
+		f.Evidence = append(f.Evidence, p.Evidence(h.Pos, "definition", "PATH_RESPONSE handler"))
+		for _, d := range set.Defs("DEFAULT_INITIAL_RTT") {
+			if d.Kind == syntax.DefConst {
+				f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "constant", "seed of every new Recovery"))
+			}
+		}
+		f.Counts["rtt_calls_in_handler"] = len(rttCalls)
+		f.Counts["rtt_assignments_in_handler"] = len(rttAssigns)
+		if len(rttCalls)+len(rttAssigns) == 0 {
+			f.Mechanism = "path validation takes no RTT sample; the new path's Recovery starts from the configured initial_rtt"
+		} else {
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("PATH_RESPONSE handler touches RTT (%d calls, %d assignments)", len(rttCalls), len(rttAssigns))
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var quicheQ3 = &audit.Rule{
+	Name:     "quiche/q3-per-path",
+	Question: audit.Q3,
+	Doc:      "Which structs hold a Recovery field: only Path means every ACK feeds the estimator of the path its packet was sent on.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := quicheFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		var owners []string
+		f := p.Finding(audit.Yes, "")
+		f.Role = "both"
+		for _, d := range liveDefs(set.Defs("recovery")) {
+			if d.Kind != syntax.DefField {
+				continue
+			}
+			line := fileOf(set, d.Pos).Line(d.Line)
+			if !strings.Contains(line, "Recovery") {
+				continue
+			}
+			owners = append(owners, d.Owner)
+			f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "field", "recovery state owned by "+d.Owner))
+		}
+		f.Counts["structs_owning_recovery"] = len(owners)
+		if len(owners) == 1 && owners[0] == "Path" {
+			f.Mechanism = "per-path state: Recovery (RTT and congestion) is a field of Path only, so old-path ACKs update the old path's estimators"
+		} else {
+			f.Answer = audit.Unknown
+			f.Mechanism = "Recovery owned by: " + strings.Join(owners, ", ")
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var quicheConstants = &audit.Rule{
+	Name:     "quiche/constants",
+	Question: audit.ConstInitialWindow,
+	Doc: "Congestion::from_config's initial window (max_send_udp_payload_size × initial_congestion_window_packets) with the " +
+		"defaults, MINIMUM_WINDOW_PACKETS, the default algorithm's loss factor (CUBIC: BETA_CUBIC), DEFAULT_INITIAL_RTT.",
+	Run: func(p *audit.Pass) ([]audit.Finding, error) {
+		set, err := quicheFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		constOf := func(name string) (float64, syntax.Def, bool) {
+			for _, d := range liveDefs(set.Defs(name)) {
+				if d.Kind == syntax.DefConst {
+					v, ok := numeric(d.Value)
+					return v, d, ok
+				}
+			}
+			return 0, syntax.Def{}, false
+		}
+		var out []audit.Finding
+		S, sDef, sOK := constOf("MAX_SEND_UDP_PAYLOAD_SIZE")
+		N, nDef, nOK := constOf("DEFAULT_INITIAL_CONGESTION_WINDOW_PACKETS")
+		var initA *syntax.Assign
+		for _, fl := range set {
+			for _, a := range fl.Assigns("from_config") {
+				if a.Target == "initial_congestion_window" && strings.Contains(a.RHS, "initial_congestion_window_packets") {
+					aa := a
+					initA = &aa
+				}
+			}
+		}
+		if initA != nil && sOK && nOK {
+			f, err := p.Constant(audit.ConstInitialWindow, fmtNum(N)+"*S", map[string]float64{"S": S}, "initial_congestion_window_packets x max_send_udp_payload_size",
+				"initial_congestion_window = "+initA.RHS, initA.Pos, p.Evidence(nDef.Pos, "constant", "packets default"), p.Evidence(sDef.Pos, "constant", "S default"))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		} else {
+			out = append(out, p.Absent("Congestion::from_config initial window / its defaults"))
+		}
+		if m, d, ok := constOf("MINIMUM_WINDOW_PACKETS"); ok && sOK {
+			f, err := p.Constant(audit.ConstMinWindow, fmtNum(m)+"*S", map[string]float64{"S": S}, "MINIMUM_WINDOW_PACKETS x max datagram size", "MINIMUM_WINDOW_PACKETS = "+d.Value, d.Pos)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+		// The default algorithm decides the loss factor.
+		algo := ""
+		for _, fl := range set {
+			for _, a := range fl.Assigns("") {
+				if a.Target == "cc_algorithm" && a.Op == "field" && strings.Contains(a.RHS, "CongestionControlAlgorithm::") && !a.Test {
+					algo = lastWord(a.RHS)
+				}
+			}
+		}
+		if b, d, ok := constOf("BETA_CUBIC"); ok {
+			f, err := p.Constant(audit.ConstLossFactor, fmtNum(b), nil, "BETA_CUBIC", "default algorithm "+algo+": BETA_CUBIC = "+d.Value, d.Pos)
+			if err != nil {
+				return nil, err
+			}
+			f.Constant.Alternative = !strings.EqualFold(algo, "cubic")
+			out = append(out, f)
+		}
+		if b, d, ok := constOf("LOSS_REDUCTION_FACTOR"); ok {
+			f, err := p.Constant(audit.ConstLossFactor, fmtNum(b), nil, "LOSS_REDUCTION_FACTOR (Reno)", "Reno: LOSS_REDUCTION_FACTOR = "+d.Value, d.Pos)
+			if err != nil {
+				return nil, err
+			}
+			f.Constant.Alternative = !strings.EqualFold(algo, "reno")
+			out = append(out, f)
+		}
+		for _, d := range liveDefs(set.Defs("DEFAULT_INITIAL_RTT")) {
+			if d.Kind == syntax.DefConst {
+				expr := rustDurationMicros(d.Value)
+				f, err := p.Constant(audit.ConstDefaultRTT, expr, nil, "DEFAULT_INITIAL_RTT (µs)", "DEFAULT_INITIAL_RTT = "+d.Value, d.Pos)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, f)
+				break
+			}
+		}
+		return out, nil
+	},
+}
+
+func lastWord(s string) string {
+	s = strings.TrimRight(s, ", ")
+	if i := strings.LastIndexAny(s, ":. "); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// rustDurationMicros turns Duration::from_millis(333) into 333*1000.
+func rustDurationMicros(s string) string {
+	s = strings.ReplaceAll(s, " ", "")
+	for pre, mul := range map[string]string{"Duration::from_millis(": "*1000", "Duration::from_micros(": "", "Duration::from_secs(": "*1000000"} {
+		if strings.HasPrefix(s, pre) && strings.HasSuffix(s, ")") {
+			return strings.TrimSuffix(strings.TrimPrefix(s, pre), ")") + mul
+		}
+	}
+	return s
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/migaudit/migaudit/discriminator"
+	"github.com/migaudit/migaudit/discriminator/render"
+	"github.com/migaudit/migaudit/parsers"
+)
+
+func init() { register(newAnalyzeCmd) }
+
+func newAnalyzeCmd() *cobra.Command {
+	var (
+		o           render.RunOptions
+		migrationAt time.Duration
+		params      []string
+	)
+	cmd := &cobra.Command{
+		Use:   "analyze --impl NAME TRACE [TRACE...]",
+		Short: "Classify every congestion-window decrease around a migration and attribute the RTT",
+		Long: `analyze reads traces (qlog of picoquic, ngtcp2, quic-go or quiche; msquic's trace log;
+a timeline CSV; gzip is transparent), finds the migration in each (address change or
+path-validation exchange), classifies every window decrease from 50 ms before path
+validation to 2 s after as RESET, LOSS_BACKOFF, LOSS_FLOOR, BELOW_INITIAL or UNEXPLAINED
+using the implementation's constants from data/, attributes the post-migration RTT to
+the old path, the new path or the default, and answers Q1 and Q3 for each trace.
+
+A timeline CSV has no path events: give the migration instant with --migration-at,
+otherwise the answer is "no migration found".`,
+		Example: `  migaudit analyze --impl quic-go ../shared/reference/traces/quicgo_server.sqlog.gz
+  migaudit analyze --impl msquic --migration-at 5.53s --format json ../shared/reference/timelines/msquic/rep1_server.csv.gz
+  migaudit analyze --impl ngtcp2 --param S=1452 --new-path-rtt 40ms --format markdown trace.sqlog`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Traces = args
+			if cmd.Flags().Changed("migration-at") {
+				o.Analysis.MigrationAt = &migrationAt
+			}
+			if o.Parse.Format != "" && !analyzeHas(parsers.Formats(), o.Parse.Format) {
+				return fmt.Errorf("--trace-format %q: use one of %s", o.Parse.Format, strings.Join(parsers.Formats(), ", "))
+			}
+			p, err := parseAnalyzeParams(params)
+			if err != nil {
+				return err
+			}
+			o.Analysis.Params = p
+			return render.Run(cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Analysis.Impl, "impl", "", "implementation that produced the traces (its constants come from data/)")
+	f.StringVar(&o.Format, "format", "table", "output: "+strings.Join(render.Formats(), ", "))
+	f.StringVar(&o.Parse.Format, "trace-format", "", "trace format (default: detected): "+strings.Join(parsers.Formats(), ", "))
+	f.DurationVar(&migrationAt, "migration-at", 0, "migration instant for timelines without path events, from the trace's reference (e.g. 5.53s)")
+	f.StringArrayVar(&params, "param", nil, "override a constant formula parameter, NAME=VALUE (e.g. S=1452); repeatable")
+	f.DurationVar(&o.Analysis.Before, "before", discriminator.DefaultBefore, "scope start before path validation")
+	f.DurationVar(&o.Analysis.After, "after", discriminator.DefaultAfter, "scope end after path validation")
+	f.DurationVar(&o.Analysis.NewPathRTT, "new-path-rtt", 0, "new path's RTT when known (default: the path-validation round trip)")
+	f.DurationVar(&o.Analysis.OldPathRTT, "old-path-rtt", 0, "old path's RTT when known (default: the last smoothed RTT before migration)")
+	_ = cmd.MarkFlagRequired("impl")
+	return cmd
+}
+
+func parseAnalyzeParams(in []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, kv := range in {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--param %q: want NAME=VALUE, e.g. S=1452", kv)
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--param %q: %s is not a number", kv, v)
+		}
+		out[k] = f
+	}
+	return out, nil
+}
+
+func analyzeHas(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

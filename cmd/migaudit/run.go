@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/migaudit/migaudit/data"
+	liverun "github.com/migaudit/migaudit/harnesses/run"
+	"github.com/migaudit/migaudit/harnesses/run/tbnet"
+	"github.com/spf13/cobra"
+
+	// Live harnesses register themselves with harnesses/run.
+	_ "github.com/migaudit/migaudit/harnesses/ngtcp2"
+	_ "github.com/migaudit/migaudit/harnesses/quicgo"
+)
+
+func init() { register(newRunCmd) }
+
+func newRunCmd() *cobra.Command {
+	var (
+		impl, scenario, cc, out string
+		reps                    int
+		skipCal, noProgress     bool
+		transfer, migrateAt     time.Duration
+		backAfter               time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run an implementation across a real IP migration in the two-path testbed (root)",
+		Long: `run brings the two-path testbed up (path A 20 Mbit/s 20 ms, path B 20 Mbit/s 40 ms;
+step-down: path B 60 ms), calibrates it (a failing gate stops the run), runs the
+repetitions one after another, each in its own never-reused directory, verifies
+that each one migrated as the scenario claims (the client's IP changed — or, for
+port-rebind, did not), analyses the server's trace with the discriminator, and
+tears everything down (also on Ctrl-C).
+
+Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
+(address changes without the client validating the path), migrate-back (A→B→A).`,
+		Example: `  sudo migaudit run --impl ngtcp2 --reps 5
+  sudo migaudit run --impl quic-go --scenario migrate-back --reps 3 --out results/qg-back
+  sudo migaudit run --impl ngtcp2 --scenario port-rebind --cc reno --transfer 15s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, ok := liverun.Lookup(impl)
+			if !ok {
+				im, err := data.Lookup(impl)
+				if err != nil {
+					return err
+				}
+				why := im.Live
+				if why == "" {
+					why = "no live harness"
+				}
+				return liverun.ErrNotRunnable(im.Name, why)
+			}
+			sc := liverun.Scenario(scenario)
+			known := false
+			for _, s := range liverun.AllScenarios {
+				known = known || s == sc
+			}
+			if !known {
+				var names []string
+				for _, s := range liverun.AllScenarios {
+					names = append(names, string(s))
+				}
+				return fmt.Errorf("unknown --scenario %q (known: %s)", scenario, strings.Join(names, ", "))
+			}
+			if os.Geteuid() != 0 {
+				return fmt.Errorf("run needs root (network namespaces, TUN devices); rerun with sudo")
+			}
+			if out == "" {
+				out = filepath.Join("results", fmt.Sprintf("%s-%s-%s", h.Name(), sc, time.Now().UTC().Format("20060102T150405Z")))
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("locate migaudit executable: %w", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runLive(ctx, cmd, liverun.Options{Harness: h, Reps: reps, Scenario: sc, CC: cc, Out: out,
+				SkipCalibration: skipCal, Transfer: transfer, MigrateAt: migrateAt, BackAfter: backAfter,
+				SelfExe: self, NewNet: tbnet.Factory(cmd.ErrOrStderr()), Progress: !noProgress})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&impl, "impl", "quic-go", "implementation: quic-go|ngtcp2 (picoquic, msquic: cannot run here)")
+	f.IntVar(&reps, "reps", 5, "repetitions")
+	f.StringVar(&scenario, "scenario", "standard", "standard|step-down|port-rebind|nat-rebind|migrate-back")
+	f.StringVar(&cc, "cc", "", "congestion control: cubic|reno|bbr (default: the implementation's own)")
+	f.StringVar(&out, "out", "", "output directory (default results/<impl>-<scenario>-<timestamp>)")
+	f.BoolVar(&skipCal, "skip-calibration", false, "run on an uncalibrated testbed (recorded in every manifest)")
+	f.DurationVar(&transfer, "transfer", 20*time.Second, "intended download duration (sizes the body)")
+	f.DurationVar(&migrateAt, "migrate-at", 5*time.Second, "migrate this long after the handshake")
+	f.DurationVar(&backAfter, "back-after", 5*time.Second, "migrate-back: return to path A this long after leaving it")
+	f.BoolVar(&noProgress, "no-progress", false, "no progress bar")
+	return cmd
+}
+
+func runLive(ctx context.Context, cmd *cobra.Command, o liverun.Options) error {
+	sum, err := liverun.Run(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	bad := 0
+	for _, r := range sum.Reps {
+		if r.Status != "VALID" {
+			bad++
+		}
+	}
+	if bad > 0 {
+		return &exitError{code: 3, err: fmt.Errorf("%d of %d repetitions not VALID (kept in %s, excluded from the verdict)", bad, len(sum.Reps), o.Out)}
+	}
+	return nil
+}

@@ -1,0 +1,596 @@
+// Package build assembles data/survey_results.json from the source audits
+// (package audit), the live analyses of this project's runs (analysis.json
+// beside manifest.json in each repetition directory) and, when given, the
+// study's reference traces analysed afresh. It lives apart from package
+// survey so that the validator, which reads the survey model, never links
+// the audit or the discriminator.
+package build
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/audit/gitsrc"
+	"github.com/migaudit/migaudit/data"
+	"github.com/migaudit/migaudit/data/survey"
+	"github.com/migaudit/migaudit/discriminator"
+	"github.com/migaudit/migaudit/parsers"
+)
+
+// Options for `migaudit survey`.
+type Options struct {
+	Out      string   // data/survey_results.json
+	RepoRoot string   // where data/evidence lives
+	Mirrors  string   // directory of <owner>+<name>/repo mirrors
+	Evidence string   // ../shared/reference: the study's traces
+	Results  []string // run or evidence directories holding rep<N>/
+	Only     []string // implementations to survey ("" = all pinned)
+	Now      func() time.Time
+	// Audit runs the source audit; nil means audit.Audit.
+	Audit func(ctx context.Context, im data.Implementation, source string) ([]audit.Finding, error)
+}
+
+// hooks names the migration reset hook whose reachability the survey
+// reports and the validator recounts: which symbol to look at is a choice
+// of question, the counts come from the audit's evidence.
+var hooks = map[string]struct{ Symbol, Form string }{
+	"picoquic": {"picoquic_congestion_notification_reset", "notification"},
+	"quic-go":  {"MigratedPath", "function"},
+	"quiche":   {"on_connection_migration", "function"},
+	"msquic":   {"QuicCongestionControlReset", "function"},
+	"ngtcp2":   {"conn_reset_congestion_state", "function"},
+}
+
+// referenceTraces are the study's traces in ../shared/reference/traces.
+var referenceTraces = map[string]string{
+	"picoquic": "traces/picoquic_server.qlog.gz",
+	"quic-go":  "traces/quicgo_server.sqlog.gz",
+	"quiche":   "traces/quiche_server.sqlog.gz",
+	"msquic":   "traces/msquic_server.log.gz",
+	"ngtcp2":   "traces/ngtcp2_server.sqlog.gz",
+}
+
+// Run builds the survey and writes it (schema-checked, atomically).
+func Run(ctx context.Context, o Options, w io.Writer) (*survey.Survey, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Audit == nil {
+		o.Audit = func(ctx context.Context, im data.Implementation, source string) ([]audit.Finding, error) {
+			r, err := audit.Audit(ctx, im, source, "")
+			if r != nil {
+				return r.Findings, err
+			}
+			return nil, err
+		}
+	}
+	impls, err := data.Implementations()
+	if err != nil {
+		return nil, err
+	}
+	s := &survey.Survey{SchemaVersion: 1, GeneratedBy: "migaudit survey", GeneratedAt: o.Now().UTC().Format(time.RFC3339),
+		Inputs: survey.Inputs{Mirrors: o.Mirrors, Evidence: o.Evidence, Results: o.Results}}
+	runs, err := collectRuns(o)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(impls, func(i, j int) bool { return studyRank(impls[i].Name) < studyRank(impls[j].Name) })
+	for _, pin := range impls {
+		if len(o.Only) > 0 && !contains(o.Only, pin.Name) {
+			continue
+		}
+		entry, err := buildImpl(ctx, o, pin, runs[pin.Name], w)
+		if err != nil {
+			return nil, err
+		}
+		s.Implementations = append(s.Implementations, entry)
+	}
+	survey.Finalise(s)
+	if o.Out != "" {
+		if err := survey.Write(o.Out, s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// studyOrder is the study's table order; the other implementations follow
+// alphabetically.
+var studyOrder = []string{"picoquic", "quic-go", "quiche", "msquic", "ngtcp2"}
+
+func studyRank(name string) int {
+	for i, n := range studyOrder {
+		if n == name {
+			return i
+		}
+	}
+	return len(studyOrder)
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func logf(w io.Writer, format string, a ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", a...)
+	}
+}
+
+// mirrorFor finds the mirror of upstream under dir.
+func mirrorFor(dir, upstream string) string {
+	if dir == "" {
+		dir = os.Getenv(gitsrc.MirrorsEnv)
+	}
+	for _, c := range gitsrc.Candidates(dir, upstream) {
+		if st, err := os.Stat(c); err == nil && st.IsDir() {
+			return c
+		}
+	}
+	return ""
+}
+
+func buildImpl(ctx context.Context, o Options, pin data.Implementation, reps []runRep, w io.Writer) (survey.Implementation, error) {
+	im := survey.Implementation{Name: pin.Name, Language: pin.Language, Upstream: pin.Upstream, Commit: pin.Commit,
+		LiveVersion: pin.LiveVersion, Answers: []survey.Answer{}, Constants: []survey.Constant{}}
+	var findings []audit.Finding
+	if src := mirrorFor(o.Mirrors, pin.Upstream); src == "" {
+		im.Notes = append(im.Notes, "source not audited: no mirror of "+pin.Upstream+" (pass --mirrors or set MIGAUDIT_MIRRORS)")
+		logf(w, "%-9s source: no mirror", pin.Name)
+	} else {
+		fs, err := o.Audit(ctx, pin, src)
+		if err != nil {
+			im.Notes = append(im.Notes, "source audit failed: "+oneLine(err.Error()))
+			logf(w, "%-9s source: %v", pin.Name, oneLine(err.Error()))
+		}
+		if len(fs) > 0 {
+			findings = fs
+			im.SourceAudited = true
+			logf(w, "%-9s source: %d findings at %s", pin.Name, len(fs), pin.Commit[:8])
+		}
+	}
+	im.Answers = answersFrom(findings)
+	im.Reachability = reachabilityFrom(pin.Name, findings)
+	im.Constants = constantsFrom(pin, findings, im.SourceAudited)
+	live, notes, err := liveFor(o, pin, im.Constants, reps, w)
+	if err != nil {
+		return im, err
+	}
+	im.Live = live
+	im.Notes = append(im.Notes, notes...)
+	return im, nil
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ") }
+
+func evidence(e audit.Evidence) survey.Evidence {
+	return survey.Evidence{Path: e.Path, Line: e.Line, Excerpt: e.Excerpt, Permalink: e.Permalink, Kind: e.Kind, Note: e.Note}
+}
+
+// answersFrom turns findings into one source answer per question: the
+// role-less ("both") verdicts must agree (a NO from any rule outweighs
+// nothing: conflicting verdicts become UNKNOWN with both reasons); per-role
+// verdicts that differ make the answer ASYMMETRIC unless a rule already
+// chose a richer category.
+func answersFrom(fs []audit.Finding) []survey.Answer {
+	var out []survey.Answer
+	for _, q := range survey.Questions {
+		a := survey.Answer{Question: q, Evidence: []survey.Evidence{}}
+		var overall []audit.Finding
+		roles := map[string]string{}
+		var mech, detail []string
+		for _, f := range fs {
+			if string(f.Question) != q {
+				continue
+			}
+			for _, e := range f.Evidence {
+				a.Evidence = append(a.Evidence, evidence(e))
+			}
+			if f.Mechanism != "" {
+				mech = append(mech, f.Mechanism)
+			}
+			if f.Detail != "" {
+				detail = append(detail, f.Detail)
+			}
+			if f.Answer == "" {
+				continue
+			}
+			switch f.Role {
+			case "migrating", "observing", "client", "server":
+				roles[f.Role] = string(f.Answer)
+			default:
+				overall = append(overall, f)
+			}
+		}
+		a.SourceAnswer = combine(overall)
+		if len(roles) > 0 {
+			for _, r := range sortedKeys(roles) {
+				a.Roles = append(a.Roles, survey.RoleAnswer{Role: r, Answer: roles[r]})
+			}
+			if a.SourceAnswer == "" {
+				vals := map[string]bool{}
+				for _, v := range roles {
+					vals[v] = true
+				}
+				if len(vals) == 1 {
+					a.SourceAnswer = roles[sortedKeys(roles)[0]]
+				} else if vals["YES"] {
+					a.SourceAnswer = string(audit.Asymmetric)
+				} else {
+					a.SourceAnswer = string(audit.RoleDependent)
+				}
+				if false {
+					a.SourceAnswer = string(audit.Unknown)
+					detail = append(detail, "role answers differ: "+fmt.Sprint(roles))
+				}
+			}
+		}
+		a.Mechanism = strings.Join(mech, "; ")
+		a.Detail = strings.Join(detail, " ")
+		out = append(out, a)
+	}
+	return out
+}
+
+// combine merges role-less verdicts of several rules on one question. The
+// answers the vocabulary ranks as more specific win over plain YES/NO from
+// a sub-rule; two different plain verdicts are reported as UNKNOWN.
+func combine(fs []audit.Finding) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	set := map[string]bool{}
+	for _, f := range fs {
+		set[string(f.Answer)] = true
+	}
+	if len(set) > 1 {
+		delete(set, string(audit.Unknown))
+		delete(set, string(audit.NA))
+	}
+	// A dead hook (INERT) does not undo compliance or non-compliance that
+	// another mechanism establishes.
+	if len(set) > 1 && (set["YES"] || set["NO"]) {
+		delete(set, string(audit.Inert))
+	}
+	if len(set) > 1 {
+		// Categories a rule only reaches by weighing the whole question win
+		// over the plain verdicts of its sub-rules.
+		for _, special := range []audit.Answer{audit.Split, audit.Asymmetric, audit.RoleDependent, audit.ResetKeepsRTT, audit.NotSupported} {
+			if set[string(special)] {
+				return string(special)
+			}
+		}
+		return string(audit.Unknown)
+	}
+	for k := range set {
+		return k
+	}
+	return string(audit.Unknown)
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// reachabilityFrom collects the hook's call and handler positions from the
+// findings' evidence (positions whose excerpt names the hook).
+func reachabilityFrom(name string, fs []audit.Finding) *survey.Reachability {
+	h, ok := hooks[name]
+	if !ok || len(fs) == 0 {
+		return nil
+	}
+	r := &survey.Reachability{Symbol: h.Symbol, Form: h.Form, Calls: []survey.Evidence{}, HandlerSites: []survey.Evidence{}}
+	seen := map[string]bool{}
+	files := map[string]bool{}
+	named := false
+	for _, f := range fs {
+		if f.Question != audit.Q1 {
+			continue
+		}
+		for _, e := range f.Evidence {
+			if !strings.Contains(e.Excerpt, h.Symbol) {
+				continue
+			}
+			named = true
+			key := fmt.Sprintf("%s:%d", e.Path, e.Line)
+			if seen[key] {
+				continue
+			}
+			switch e.Kind {
+			case "call", "dispatch":
+				seen[key] = true
+				r.Calls = append(r.Calls, evidence(e))
+			case "handler", "case_label", "implementation", "definition":
+				if e.Kind == "definition" && !isBodyDef(e.Excerpt) {
+					continue
+				}
+				seen[key] = true
+				files[e.Path] = true
+				r.HandlerSites = append(r.HandlerSites, evidence(e))
+			}
+		}
+	}
+	if !named {
+		return nil
+	}
+	r.CallSites = len(r.Calls)
+	if len(r.HandlerSites) > 0 {
+		n := len(r.HandlerSites)
+		if h.Form == "notification" {
+			n = len(files)
+		}
+		r.Handlers = &n
+	}
+	r.Dead = r.CallSites == 0
+	return r
+}
+
+// isBodyDef tells a function definition's first line from a prototype or
+// an enumerator.
+func isBodyDef(excerpt string) bool {
+	t := strings.TrimSpace(excerpt)
+	return strings.HasPrefix(t, "func ") || strings.Contains(t, "fn ") || strings.HasSuffix(t, "{") || (strings.Contains(t, "(") && !strings.HasSuffix(t, ";") && !strings.HasSuffix(t, ","))
+}
+
+// constantsFrom takes the audited constants; without an audit, the
+// provisional ones in data/ with their provenance.
+func constantsFrom(pin data.Implementation, fs []audit.Finding, audited bool) []survey.Constant {
+	out := []survey.Constant{}
+	names := map[audit.Question]string{audit.ConstInitialWindow: "initial_window", audit.ConstMinWindow: "min_window", audit.ConstLossFactor: "loss_factor", audit.ConstDefaultRTT: "default_rtt"}
+	for _, f := range fs {
+		n, ok := names[f.Question]
+		if !ok || f.Constant == nil || f.Constant.Alternative {
+			continue
+		}
+		c := survey.Constant{Name: n, Label: f.Constant.Label, Expr: f.Constant.Expr, Params: f.Constant.Params, Value: f.Constant.Value,
+			Arithmetic: f.Constant.Arithmetic, Provenance: f.Constant.Provenance}
+		if c.Provenance == "" {
+			c.Provenance = "audit " + pin.Commit[:12]
+		}
+		for _, e := range f.Evidence {
+			if e.Kind == "constant" || c.Source == nil {
+				ev := evidence(e)
+				c.Source = &ev
+				if e.Kind == "constant" {
+					break
+				}
+			}
+		}
+		out = append(out, c)
+	}
+	if len(out) > 0 {
+		return out
+	}
+	cs, _, err := data.ConstantsFor(pin.Name)
+	if err != nil {
+		return out
+	}
+	add := func(n string, f *data.Formula) {
+		if f == nil {
+			return
+		}
+		v, arith, err := f.Eval(nil)
+		if err != nil {
+			return
+		}
+		out = append(out, survey.Constant{Name: n, Label: f.Label, Expr: f.Expr, Params: f.Params, Value: v, Arithmetic: arith, Provenance: f.Provenance})
+	}
+	for i := range cs.InitialWindows {
+		add("initial_window", &cs.InitialWindows[i])
+	}
+	add("min_window", cs.MinWindow)
+	add("loss_factor", cs.LossFactor)
+	add("default_rtt", cs.DefaultRTT)
+	return out
+}
+
+// runRep is one repetition directory of this project's own runs.
+type runRep struct {
+	Dir      string // relative to the repo root
+	Manifest map[string]any
+	Analysis *discriminator.Analysis
+	Trace    string // relative to the repo root
+}
+
+// collectRuns finds rep<N> directories with manifest.json and analysis.json
+// under each results directory (default: data/evidence/*).
+func collectRuns(o Options) (map[string][]runRep, error) {
+	dirs := o.Results
+	if len(dirs) == 0 {
+		ev := filepath.Join(o.RepoRoot, "data", "evidence")
+		ents, _ := os.ReadDir(ev)
+		for _, e := range ents {
+			if e.IsDir() {
+				dirs = append(dirs, filepath.Join(ev, e.Name()))
+			}
+		}
+	}
+	out := map[string][]runRep{}
+	for _, d := range dirs {
+		reps, _ := filepath.Glob(filepath.Join(d, "rep*"))
+		if st, err := os.Stat(filepath.Join(d, "manifest.json")); err == nil && !st.IsDir() {
+			reps = append(reps, d)
+		}
+		sort.Strings(reps)
+		for _, rd := range reps {
+			mb, err := os.ReadFile(filepath.Join(rd, "manifest.json"))
+			if err != nil {
+				continue
+			}
+			var man map[string]any
+			if err := json.Unmarshal(mb, &man); err != nil {
+				return nil, fmt.Errorf("%s: %w", filepath.Join(rd, "manifest.json"), err)
+			}
+			ab, err := os.ReadFile(filepath.Join(rd, "analysis.json"))
+			if err != nil {
+				return nil, fmt.Errorf("%s: repetition without analysis.json (run migaudit analyze on it): %w", rd, err)
+			}
+			var an discriminator.Analysis
+			if err := json.Unmarshal(ab, &an); err != nil {
+				return nil, fmt.Errorf("%s: %w", filepath.Join(rd, "analysis.json"), err)
+			}
+			impl := an.Implementation
+			if s, ok := man["implementation"].(string); ok && s != "" {
+				impl = s
+			}
+			pin, err := data.Lookup(impl)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", rd, err)
+			}
+			rel := relTo(o.RepoRoot, rd)
+			tr := an.Trace
+			if tr != "" && !filepath.IsAbs(tr) {
+				if _, err := os.Stat(filepath.Join(rd, filepath.Base(tr))); err == nil {
+					tr = filepath.Join(rd, filepath.Base(tr))
+				}
+			}
+			out[pin.Name] = append(out[pin.Name], runRep{Dir: rel, Manifest: man, Analysis: &an, Trace: relTo(o.RepoRoot, tr)})
+		}
+	}
+	return out, nil
+}
+
+func relTo(root, p string) string {
+	if root == "" {
+		root = "."
+	}
+	ar, err1 := filepath.Abs(root)
+	ap, err2 := filepath.Abs(p)
+	if err1 != nil || err2 != nil {
+		return p
+	}
+	if r, err := filepath.Rel(ar, ap); err == nil {
+		return r
+	}
+	return p
+}
+
+func fileSHA(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:]), nil
+}
+
+// liveFor builds the live part: this project's runs when there are any,
+// else the study's reference trace when --evidence is given.
+func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []runRep, w io.Writer) (*survey.Live, []string, error) {
+	var notes []string
+	if len(reps) > 0 {
+		l := &survey.Live{Origin: survey.OwnRuns, Repetitions: []survey.Repetition{}}
+		for i, r := range reps {
+			tr := r.Trace
+			sha, err := fileSHA(filepath.Join(o.RepoRoot, tr))
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: trace: %w", r.Dir, err)
+			}
+			rep := fromAnalysis(r.Analysis, fmt.Sprintf("rep%d", i+1), tr, sha)
+			if base := filepath.Base(r.Dir); strings.HasPrefix(base, "rep") {
+				rep.ID = base
+			}
+			rep.Manifest = filepath.Join(r.Dir, "manifest.json")
+			rep.Analysis = filepath.Join(r.Dir, "analysis.json")
+			for _, c := range []string{"calibration.json", "calibration.record.json"} {
+				if _, err := os.Stat(filepath.Join(o.RepoRoot, r.Dir, c)); err == nil {
+					rep.Calibration = filepath.Join(r.Dir, c)
+				}
+			}
+			if v, ok := r.Manifest["version"].(string); ok {
+				rep.Version = v
+			}
+			l.Repetitions = append(l.Repetitions, rep)
+		}
+		finishLive(l)
+		logf(w, "%-9s live: %d own repetitions", pin.Name, len(l.Repetitions))
+		return l, notes, nil
+	}
+	rel, ok := referenceTraces[pin.Name]
+	if !ok || o.Evidence == "" {
+		if ok {
+			notes = append(notes, "no live runs here; the study's reference trace is used when --evidence points at ../shared/reference")
+		}
+		return nil, notes, nil
+	}
+	path := filepath.Join(o.Evidence, rel)
+	if _, err := os.Stat(path); err != nil {
+		return nil, append(notes, "reference trace "+path+" absent"), nil
+	}
+	an, err := discriminator.AnalyzeFile(path, parsers.Options{}, discriminator.Options{Impl: pin.Name})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reference %s: %w", path, err)
+	}
+	sha, err := fileSHA(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep := fromAnalysis(&an, "study", rel, sha)
+	l := &survey.Live{Origin: survey.Reference, Repetitions: []survey.Repetition{rep}}
+	finishLive(l)
+	notes = append(notes, "live part from the study's reference trace "+rel+" (one repetition of the study's five; read from --evidence, never copied into this repository)")
+	logf(w, "%-9s live: reference trace %s", pin.Name, rel)
+	_ = cons
+	return l, notes, nil
+}
+
+func fromAnalysis(a *discriminator.Analysis, id, trace, sha string) survey.Repetition {
+	r := survey.Repetition{ID: id, Trace: trace, TraceSHA256: sha, Format: a.Format, Vantage: a.Vantage,
+		Migration: survey.Migration{Kind: string(a.Migration.Kind), AtUS: a.Migration.AtUS, Evidence: a.Migration.Evidence,
+			OldAddr: a.Migration.OldAddr, NewAddr: a.Migration.NewAddr, PathValidationRTTUS: a.Migration.PathValidationRTTUS},
+		ScopeFromUS: a.ScopeFromUS, ScopeToUS: a.ScopeToUS, WindowBeforeBytes: a.WindowBeforeBytes, WindowAfterBytes: a.WindowAfterBytes,
+		ResetObserved: a.ResetObserved, Events: []survey.Event{},
+		RTT: survey.RTT{FirstAfterUS: a.RTT.FirstAfterUS, Attribution: a.RTT.Attribution, OldPathUS: a.RTT.OldPathUS, NewPathUS: a.RTT.NewPathUS,
+			DefaultUS: a.RTT.DefaultUS, ConvergedAfterUS: a.RTT.ConvergedAfterUS, Detail: a.RTT.Detail},
+		Q1: a.Q1.Answer, Q3: a.Q3.Answer, Warnings: a.Warnings}
+	if r.Migration.Kind == "" {
+		r.Migration.Kind = "none"
+	}
+	for _, e := range a.Events {
+		r.Events = append(r.Events, survey.Event{Kind: string(e.Kind), AtUS: e.AtUS, ValueBytes: e.ValueBytes, PreviousBytes: e.PreviousBytes, Explanation: e.Explanation})
+	}
+	for _, c := range a.Constants {
+		name := c.Name
+		r.Constants = append(r.Constants, survey.LiveCons{Name: name, Value: c.Value, Arithmetic: c.Arithmetic})
+	}
+	if r.RTT.NewPathUS > 0 {
+		r.NewPathRTTUS = r.RTT.NewPathUS
+	}
+	_ = math.Abs
+	return r
+}
+
+func finishLive(l *survey.Live) {
+	l.Retained = len(l.Repetitions)
+	resets := 0
+	for _, r := range l.Repetitions {
+		if r.Migration.Kind == "ip" {
+			l.IPChanges++
+			if r.ResetObserved {
+				resets++
+			}
+		}
+	}
+	l.Summary = fmt.Sprintf("%d repetitions, %d verified IP migrations, reset observed in %d/%d", l.Retained, l.IPChanges, resets, l.IPChanges)
+}

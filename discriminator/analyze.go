@@ -1,0 +1,313 @@
+package discriminator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/migaudit/migaudit/parsers/timeline"
+)
+
+// Default scope around path validation (the study's: 50 ms before to 2 s after).
+const (
+	DefaultBefore = 50 * time.Millisecond
+	DefaultAfter  = 2 * time.Second
+)
+
+// Options configure Analyze.
+type Options struct {
+	// Impl names the implementation; its constants come from data.ConstantsFor.
+	Impl string
+	// MigrationAt is the migration instant for timelines without path
+	// events (CSV timelines: --migration-at 5s). Ignored, with a warning,
+	// when the trace shows its own migration.
+	MigrationAt *time.Duration
+	// Before and After scope the classified interval around path
+	// validation; zero means DefaultBefore / DefaultAfter.
+	Before, After time.Duration
+	// OldPathRTT, NewPathRTT are the paths' RTTs when known (e.g. from the
+	// testbed configuration); 0 = unknown / measure from the trace.
+	OldPathRTT, NewPathRTT time.Duration
+	// Params override the constant formulas' parameters (e.g. {"S": 1452}).
+	Params map[string]float64
+}
+
+// Analyze classifies every window decrease around the migration in tl,
+// attributes the post-migration RTT and answers Q1 and Q3 for this trace.
+func Analyze(tl *timeline.Timeline, opt Options) (Analysis, error) {
+	if opt.Impl == "" {
+		return Analysis{}, fmt.Errorf("analyze %s: no implementation given (--impl); its constants decide what a reset looks like", tl.Source)
+	}
+	params, used := mergeParams(opt.Impl, tl.Meta.Params, opt.Params)
+	cs, err := evalConstants(opt.Impl, params)
+	if err != nil {
+		return Analysis{}, fmt.Errorf("analyze %s: %w", tl.Source, err)
+	}
+	a := Analysis{
+		Implementation: canonicalImpl(opt.Impl),
+		Trace:          tl.Source,
+		Format:         tl.Meta.Format,
+		Vantage:        tl.Meta.Vantage,
+		PathIDs:        tl.Meta.PathIDs,
+		Constants:      cs.reported,
+	}
+	for _, w := range tl.Warnings {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("parser: record %d at byte %d: %s", w.Record, w.Offset, w.Message))
+	}
+	for _, n := range tl.Meta.Notes {
+		a.Warnings = append(a.Warnings, "trace: "+n)
+	}
+	a.Warnings = append(a.Warnings, used...)
+	if !cs.audited {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("constants for %s are the study's values (not yet audited from source)", a.Implementation))
+	}
+
+	m := DetectMigration(tl)
+	if opt.MigrationAt != nil {
+		at := opt.MigrationAt.Microseconds()
+		if m.Found {
+			a.Warnings = append(a.Warnings, fmt.Sprintf("--migration-at %s ignored: the trace shows its own migration at %s", opt.MigrationAt, fmtMS(m.AtUS)))
+		} else {
+			m = Migration{Found: true, Kind: GivenInstant, AtUS: at, PathValidationAtUS: at,
+				Evidence: fmt.Sprintf("--migration-at %s (given; the timeline has no path events, so the kind of migration is not known)", opt.MigrationAt)}
+		}
+	}
+	a.Migration = m
+	a.Events = []Collapse{} // never null in JSON
+	if !m.Found {
+		a.RTT = RTTAttribution{Attribution: "unknown", Detail: "no migration found"}
+		a.Q1 = Verdict{"UNKNOWN", m.Evidence}
+		a.Q3 = Verdict{"UNKNOWN", m.Evidence}
+		return a, nil
+	}
+
+	before, after := opt.Before, opt.After
+	if before == 0 {
+		before = DefaultBefore
+	}
+	if after == 0 {
+		after = DefaultAfter
+	}
+	anchor := m.PathValidationAtUS
+	if anchor == 0 {
+		anchor = m.AtUS
+	}
+	a.ScopeFromUS = anchor - before.Microseconds()
+	a.ScopeToUS = anchor + after.Microseconds()
+
+	samples := sortedSamples(tl.Samples)
+	events := sortedEvents(tl.Events)
+	cls := classifyDecreases(samples, a.ScopeFromUS, a.ScopeToUS, cs)
+	var reset *classified
+	for i := range cls {
+		a.Events = append(a.Events, cls[i].Collapse)
+		if reset == nil && cls[i].Kind == Reset && !cls[i].Ambiguous {
+			reset = &cls[i]
+		}
+	}
+	if !tl.Meta.PathIDs {
+		markPathSwitches(a.Events)
+	}
+	a.ResetObserved = reset != nil
+	a.WindowBeforeBytes, a.WindowAfterBytes = windows(samples, a.ScopeFromUS, m.AtUS, a.ScopeToUS, cls, reset)
+
+	// RTT: measure from the instant the implementation is on the new path:
+	// its reset when one was observed, else the end of path validation,
+	// else the migration instant.
+	in := rttInput{samples: samples, events: events, pathIDs: tl.Meta.PathIDs, mig: m, defaultUS: cs.defaultRTT, oldGivenUS: opt.OldPathRTT.Microseconds()}
+	switch {
+	case reset != nil:
+		in.startIdx, in.startUS = reset.index, reset.AtUS
+		in.startWhy = fmt.Sprintf("the reset at %s", fmtMS(reset.AtUS))
+	default:
+		in.startUS = m.AtUS
+		in.startWhy = fmt.Sprintf("the migration at %s", fmtMS(m.AtUS))
+		if done, ok := pathValidationDone(events, m); ok {
+			in.startUS = done
+			in.startWhy = fmt.Sprintf("path validation completed at %s", fmtMS(done))
+		}
+		in.startIdx = sort.Search(len(samples), func(i int) bool { return samples[i].TimeUS > in.startUS })
+	}
+	switch {
+	case opt.NewPathRTT > 0:
+		in.newPathUS, in.newPathSrc = opt.NewPathRTT.Microseconds(), "given"
+	case m.PathValidationRTTUS > 0:
+		in.newPathUS, in.newPathSrc = m.PathValidationRTTUS, "path-validation round trip"
+	}
+	a.RTT = attributeRTT(in)
+	a.Q1 = q1(a, cs)
+	a.Q3 = q3(a)
+	return a, nil
+}
+
+// markPathSwitches explains, in a series without path ids, an unexplained
+// drop that follows a reset from a value back at the pre-reset window: the
+// previous value is the old path's own window still being logged, so the
+// drop is a switch between two paths' series, not a window change. The
+// kind stays UNEXPLAINED; only the explanation says what the numbers show.
+func markPathSwitches(events []Collapse) {
+	var reset *Collapse
+	for i := range events {
+		e := &events[i]
+		if e.Kind == Reset && !e.Ambiguous && reset == nil {
+			reset = e
+			continue
+		}
+		if reset != nil && e.Kind == Unexplained && 10*e.PreviousBytes >= 9*reset.PreviousBytes {
+			e.Explanation += fmt.Sprintf(" — metrics carry no path id and %d B is back at the pre-reset window (%d B): most likely the old path's series giving way to the new path's, not a window change",
+				e.PreviousBytes, reset.PreviousBytes)
+		}
+	}
+}
+
+// pathValidationDone is the first PATH_RESPONSE received (else sent) at or
+// after the path validation began.
+func pathValidationDone(events []timeline.Event, m Migration) (int64, bool) {
+	for _, kind := range []timeline.EventKind{timeline.PathResponseReceived, timeline.PathResponseSent} {
+		for _, e := range events {
+			if e.Kind == kind && e.TimeUS >= m.PathValidationAtUS && e.TimeUS-m.PathValidationAtUS <= pathValidationWindowUS {
+				return e.TimeUS, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// windows: before = the peak window from the scope start up to the
+// collapse — the first classified decrease at or after the migration (the
+// migration instant when there is none), including the value in effect at
+// the scope start; after = the reset value when a reset was observed, else
+// the lowest window after the migration inside the scope.
+func windows(samples []timeline.Sample, from, at, to int64, cls []classified, reset *classified) (before, after int64) {
+	anyFields := hasAnyFields(samples)
+	collapse := at
+	for _, c := range cls {
+		if c.AtUS >= at {
+			collapse = c.AtUS
+			break
+		}
+	}
+	var cur int64
+	for _, s := range samples {
+		if !reportsCwnd(s, anyFields) {
+			continue
+		}
+		if s.TimeUS > to {
+			break
+		}
+		if s.TimeUS < from {
+			cur = s.CwndBytes
+			continue
+		}
+		if s.TimeUS < collapse || (s.TimeUS == collapse && collapse == at) {
+			before = max(before, s.CwndBytes, cur)
+		}
+		if s.TimeUS > at && (after == 0 || s.CwndBytes < after) {
+			after = s.CwndBytes
+		}
+	}
+	if before == 0 {
+		before = cur
+	}
+	if reset != nil {
+		after = reset.ValueBytes
+	}
+	return before, after
+}
+
+func q1(a Analysis, cs constantSet) Verdict {
+	m := a.Migration
+	if m.Kind == PortRebind {
+		return Verdict{"UNKNOWN", fmt.Sprintf("port-only rebinding (%s → %s): exempt from the RFC 9000 §9.4 reset, so it proves nothing", m.OldAddr, m.NewAddr)}
+	}
+	scope := fmt.Sprintf("%s–%s", fmtMS(a.ScopeFromUS), fmtMS(a.ScopeToUS))
+	if a.ResetObserved {
+		for _, e := range a.Events {
+			if e.Kind == Reset && !e.Ambiguous {
+				rel := "after"
+				d := e.AtUS - m.PathValidationAtUS
+				if d < 0 {
+					rel, d = "before", -d
+				}
+				why := fmt.Sprintf("window reset to exactly its initial value %d B at %s (from %d B), %s %s %s",
+					e.ValueBytes, fmtMS(e.AtUS), e.PreviousBytes, fmtDur(d), rel, anchorName(m))
+				if a.RTT.PinnedSamples > 0 {
+					why += fmt.Sprintf("; RTT estimator restarted at its default %s", fmtRTT(a.RTT.DefaultUS))
+				}
+				if m.Kind == PathChange || m.Kind == GivenInstant {
+					why += "; the trace does not show whether the address or only the port changed"
+				}
+				return Verdict{"YES", why}
+			}
+		}
+	}
+	var lowest int64
+	for _, e := range a.Events {
+		if lowest == 0 || e.ValueBytes < lowest {
+			lowest = e.ValueBytes
+		}
+	}
+	why := fmt.Sprintf("no window sample took an initial value (%s B) exactly in %s", joinInts(cs.initial, " / "), scope)
+	if lowest > 0 && lowest < minInt(cs.initial) {
+		why += fmt.Sprintf("; the window fell below it to %d B — a loss cascade, not a reset", lowest)
+	}
+	for _, e := range a.Events {
+		if e.Kind == Reset && e.Ambiguous {
+			why += fmt.Sprintf("; %d B at %s hits an initial value but a loss backoff explains it too", e.ValueBytes, fmtMS(e.AtUS))
+		}
+	}
+	if m.Kind != IPMigration {
+		return Verdict{"UNKNOWN", why + "; the trace does not prove an IP change (a port-only rebinding is exempt)"}
+	}
+	return Verdict{"NO", why}
+}
+
+// anchorName names the instant the scope is anchored on.
+func anchorName(m Migration) string {
+	switch {
+	case m.Kind == GivenInstant:
+		return "the given migration instant"
+	case strings.Contains(m.Evidence, "no path-validation frame") || !strings.Contains(m.Evidence, "path validation"):
+		return "the migration"
+	}
+	return "path validation began"
+}
+
+func q3(a Analysis) Verdict {
+	r := a.RTT
+	switch r.Attribution {
+	case "new-path":
+		why := fmt.Sprintf("first RTT sample after migration (%s) matches the new path (%s), not the old (%s)", fmtRTT(r.FirstAfterUS), fmtRTT(r.NewPathUS), fmtRTT(r.OldPathUS))
+		if r.OldPathPacket {
+			return Verdict{"NO", why + fmt.Sprintf(", yet it came from the ACK of packet %d sent before the migration", r.OldPathPacketNumber)}
+		}
+		return Verdict{"YES", why + "; no old-path contribution visible"}
+	case "old-path":
+		why := fmt.Sprintf("first RTT sample after migration (%s at %s) matches the old path (%s), not the new (%s)",
+			fmtRTT(r.FirstAfterUS), fmtMS(r.FirstAfterAtUS), fmtRTT(r.OldPathUS), fmtRTT(r.NewPathUS))
+		if r.OldPathPacket {
+			why += fmt.Sprintf("; it came from the ACK of packet %d, sent before the migration", r.OldPathPacketNumber)
+		}
+		if !a.ResetObserved {
+			why += "; with no reset, the old path's estimate simply carried over"
+		}
+		return Verdict{"NO", why}
+	case "default":
+		return Verdict{"UNKNOWN", fmt.Sprintf("the RTT estimator took no sample after migration (pinned at %s for %s): whether old-path packets would feed it cannot be seen", fmtRTT(r.DefaultUS), fmtDur(r.PinnedUS))}
+	case "mixed":
+		return Verdict{"UNKNOWN", "metrics carry no path id and interleave the old and new paths' estimators; per-path evidence is needed"}
+	case "converging":
+		return Verdict{"UNKNOWN", fmt.Sprintf("first RTT sample after migration (%s) lies between the old (%s) and new (%s) paths", fmtRTT(r.FirstAfterUS), fmtRTT(r.OldPathUS), fmtRTT(r.NewPathUS))}
+	}
+	return Verdict{"UNKNOWN", "RTT after migration cannot be attributed: " + r.Detail}
+}
+
+func sortedSamples(in []timeline.Sample) []timeline.Sample {
+	if sort.SliceIsSorted(in, func(i, j int) bool { return in[i].TimeUS < in[j].TimeUS }) {
+		return in
+	}
+	out := append([]timeline.Sample(nil), in...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeUS < out[j].TimeUS })
+	return out
+}

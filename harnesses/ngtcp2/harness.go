@@ -1,0 +1,367 @@
+// Package ngtcp2 is the live harness for ngtcp2: Debian's ngtcp2 0.12.1
+// example programs (gtlsserver from ngtcp2-server, gtlsclient from
+// ngtcp2-client), run inside the testbed's namespaces with qlog.
+//
+// The example client migrates with --change-local-addr=<duration>, which
+// opens a new socket bound to whichever local address the routing table
+// picks for the server. Left alone that is path A again: a port-only change
+// that RFC 9000 §9.4 exempts from the reset and that proves nothing. The
+// harness therefore flips the client namespace's route to path B 250 ms
+// before the timer fires and reads the client's own log line
+// "Local address is now [<addr>]:<port>" to record where it went.
+package ngtcp2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/migaudit/migaudit/data"
+	"github.com/migaudit/migaudit/harnesses/run"
+)
+
+const (
+	// Port the server listens on inside the server namespace.
+	Port = 4433
+	// FlipLead is how long before the change-local-addr timer the route to
+	// path B is installed.
+	FlipLead = 250 * time.Millisecond
+	// MaxUDPPayload is passed to gtlsserver as --max-udp-payload-size. It is
+	// the value ngtcp2 0.12.1 uses by default (settings->max_tx_udp_payload_size
+	// = 1500 - 48, lib/ngtcp2_conn.c ngtcp2_settings_default), given
+	// explicitly so the constant formula's S is a setting of this run.
+	MaxUDPPayload = 1452
+	// InstallHint is what to run when the binaries are missing.
+	InstallHint = "apt-get install ngtcp2-client ngtcp2-server"
+)
+
+// Harness runs Debian's ngtcp2 example client and server.
+type Harness struct {
+	Client, Server string // default /usr/bin/gtlsclient, /usr/sbin/gtlsserver
+}
+
+// New returns the ngtcp2 harness with Debian's paths.
+func New() *Harness { return &Harness{Client: "/usr/bin/gtlsclient", Server: "/usr/sbin/gtlsserver"} }
+
+func (h *Harness) Name() string { return "ngtcp2" }
+
+// Scenarios: the example client changes its address once
+// (--change-local-addr is a one-shot timer), so migrate-back cannot be run.
+func (h *Harness) Scenarios() []run.Scenario {
+	return []run.Scenario{run.Standard, run.StepDown, run.PortRebind, run.NATRebind}
+}
+
+// Unsupported says why a scenario cannot run.
+func (h *Harness) Unsupported(s run.Scenario) string {
+	if s == run.MigrateBack {
+		return "ngtcp2 0.12.1's example client changes its local address once (--change-local-addr arms a one-shot timer, examples/client.cc start_change_local_addr_timer) and has no way to return to a previous address"
+	}
+	return ""
+}
+
+// Check verifies both executables and the Debian package versions against
+// data/implementations.json's live_version.
+func (h *Harness) Check(ctx context.Context) (run.Binaries, error) {
+	im, err := data.Lookup("ngtcp2")
+	if err != nil {
+		return nil, err
+	}
+	want := im.LiveVersion
+	var out run.Binaries
+	for _, b := range []struct{ role, path, pkg string }{
+		{"client", h.Client, "ngtcp2-client"},
+		{"server", h.Server, "ngtcp2-server"},
+	} {
+		v, err := dpkgVersion(ctx, b.pkg)
+		if err != nil {
+			return nil, fmt.Errorf("ngtcp2 %s: %w; install with `%s`", b.role, err, InstallHint)
+		}
+		if want != "" && !strings.HasPrefix(v, want+"+") && !strings.HasPrefix(v, want+"-") && v != want {
+			return nil, fmt.Errorf("ngtcp2 %s: package %s is version %s, expected %s (data/implementations.json live_version); install with `%s`", b.role, b.pkg, v, want, InstallHint)
+		}
+		bin, err := run.FileBinary(b.role, b.path, v, "dpkg-query -W "+b.pkg)
+		if err != nil {
+			return nil, fmt.Errorf("ngtcp2: %w; reinstall with `apt-get install --reinstall %s`", err, b.pkg)
+		}
+		out = append(out, bin)
+	}
+	lib, err := dpkgVersion(ctx, "libngtcp2-9")
+	if err == nil {
+		out = append(out, run.Binary{Role: "library", Path: "libngtcp2-9", Version: lib, VersionSource: "dpkg-query -W libngtcp2-9"})
+	}
+	return out, nil
+}
+
+func dpkgVersion(ctx context.Context, pkg string) (string, error) {
+	out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Status}|${Version}", pkg).Output()
+	if err != nil {
+		return "", fmt.Errorf("package %s is not installed", pkg)
+	}
+	parts := strings.SplitN(string(out), "|", 2)
+	if len(parts) != 2 || !strings.Contains(parts[0], "installed") || strings.Contains(parts[0], "not-installed") {
+		return "", fmt.Errorf("package %s is not installed (dpkg status %q)", pkg, parts[0])
+	}
+	return parts[1], nil
+}
+
+var (
+	reLocal  = regexp.MustCompile(`Local address is now (\S+)`)
+	reStream = regexp.MustCompile(` STREAM\(0x[0-9a-f]+\) id=0x0 fin=\d offset=(\d+) len=(\d+)`)
+)
+
+// RunRep runs one download with a migration.
+func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, error) {
+	res := run.RepResult{Settings: map[string]string{}}
+	if env.Scenario == run.MigrateBack {
+		return res, errors.New(h.Unsupported(run.MigrateBack))
+	}
+	cc := env.CC
+	if cc == "" {
+		cc = "cubic"
+	}
+	switch cc {
+	case "cubic", "reno", "bbr", "bbr2":
+	default:
+		return res, fmt.Errorf("ngtcp2 0.12.1 supports --cc cubic|reno|bbr|bbr2, not %q", cc)
+	}
+	if env.MigrateAt <= FlipLead {
+		return res, fmt.Errorf("migrate-at %s must exceed the %s route-flip lead", env.MigrateAt, FlipLead)
+	}
+	if bins, err := h.Check(ctx); err != nil {
+		return res, err
+	} else {
+		for _, b := range bins {
+			if b.Role == "server" {
+				res.Version = strings.SplitN(b.Version, "+", 2)[0]
+			}
+		}
+	}
+	rate := env.Net.PathRate(run.PathA)
+	if rb := env.Net.PathRate(run.PathB); rb > 0 && (rate == 0 || rb < rate) {
+		rate = rb
+	}
+	if rate <= 0 {
+		rate = 20_000_000
+	}
+	size := int64(float64(rate) / 8 * env.Transfer.Seconds() * 0.9)
+	res.BodyBytes = size
+	res.Settings["cc"] = cc
+	res.Settings["max_udp_payload_size"] = strconv.Itoa(MaxUDPPayload)
+	res.Settings["body_bytes"] = strconv.FormatInt(size, 10)
+	res.Settings["change_local_addr"] = env.MigrateAt.String()
+	res.Settings["route_flip_lead"] = FlipLead.String()
+	res.Params = map[string]run.Param{"S": {Value: MaxUDPPayload, Source: fmt.Sprintf("gtlsserver --max-udp-payload-size=%d (this run's setting; ngtcp2 0.12.1 recomputes the window from settings.max_tx_udp_payload_size at reset, lib/ngtcp2_conn.c conn_reset_conn_stat_cc)", MaxUDPPayload)}}
+
+	keyPath, certPath, err := run.WriteSelfSigned(env.Dir)
+	if err != nil {
+		return res, err
+	}
+	htdocs := filepath.Join(env.Dir, "htdocs")
+	dl := filepath.Join(env.Dir, "download")
+	for _, d := range []string{htdocs, dl, filepath.Join(env.Dir, "qlog-server"), filepath.Join(env.Dir, "qlog-client")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return res, err
+		}
+	}
+	srvIP := env.Net.ServerAddr().String()
+	if err := env.Net.RouteVia(run.PathA); err != nil {
+		return res, fmt.Errorf("route client via path A before the run: %w", err)
+	}
+	res.Settings["route_at_start"] = "A"
+
+	srvArgs := []string{"-q", "--qlog-dir=" + filepath.Join(env.Dir, "qlog-server"), "--cc=" + cc,
+		"--max-udp-payload-size=" + strconv.Itoa(MaxUDPPayload),
+		"--max-dyn-length=" + strconv.FormatInt(size, 10),
+		"-d", htdocs, "--timeout=30s",
+		srvIP, strconv.Itoa(Port), keyPath, certPath}
+	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Dir: env.Dir,
+		Cmd: env.Net.Command(ctx, env.Net.ServerNS(), h.Server, srvArgs...)})
+	if err != nil {
+		return res, err
+	}
+	defer srv.Kill()
+	// gtlsserver -q prints nothing when ready; wait until its socket exists.
+	if err := waitUDPListen(ctx, env, srvIP, Port, srv); err != nil {
+		return res, err
+	}
+
+	var mu sync.Mutex
+	var handshake time.Time
+	handshook := make(chan struct{})
+	var hsOnce sync.Once
+	var lastOff int64
+	cliArgs := []string{"--qlog-dir=" + filepath.Join(env.Dir, "qlog-client"), "--cc=" + cc,
+		"--change-local-addr=" + strconv.FormatInt(env.MigrateAt.Milliseconds(), 10) + "ms",
+		"--no-quic-dump", "--no-http-dump", "--exit-on-all-streams-close",
+		"--download=" + dl, "--timeout=30s"}
+	if env.Scenario == run.NATRebind {
+		cliArgs = append(cliArgs, "--nat-rebinding")
+	}
+	uri := fmt.Sprintf("https://%s/%d", net.JoinHostPort(srvIP, strconv.Itoa(Port)), size)
+	cliArgs = append(cliArgs, srvIP, strconv.Itoa(Port), uri)
+	cli, err := run.Start(run.ProcSpec{Role: "client", NS: env.Net.ClientNS(), Dir: env.Dir, GzipStderr: true,
+		Cmd: env.Net.Command(ctx, env.Net.ClientNS(), h.Client, cliArgs...),
+		OnStderr: func(line string) {
+			if strings.HasPrefix(line, "Negotiated cipher suite") {
+				hsOnce.Do(func() {
+					mu.Lock()
+					handshake = time.Now()
+					mu.Unlock()
+					close(handshook)
+				})
+				return
+			}
+			if m := reLocal.FindStringSubmatch(line); m != nil {
+				mu.Lock()
+				res.Moves = append(res.Moves, run.AddrChange{At: time.Now(), To: m[1], Evidence: "gtlsclient: " + line})
+				mu.Unlock()
+				return
+			}
+			if strings.Contains(line, "STREAM(") {
+				if m := reStream.FindStringSubmatch(line); m != nil {
+					off, _ := strconv.ParseInt(m[1], 10, 64)
+					n, _ := strconv.ParseInt(m[2], 10, 64)
+					mu.Lock()
+					if off+n > lastOff {
+						lastOff = off + n
+						if env.Progress != nil {
+							env.Progress(min(lastOff, size), size)
+						}
+					}
+					mu.Unlock()
+				}
+			}
+		}})
+	if err != nil {
+		return res, err
+	}
+	defer cli.Kill()
+
+	// Flip the client's main-table route to path B FlipLead before the
+	// change-local-addr timer (armed at handshake completion) fires.
+	flipErr := make(chan error, 1)
+	go func() {
+		select {
+		case <-handshook:
+		case <-cli.Done():
+			flipErr <- errors.New("client exited before completing the handshake")
+			return
+		case <-ctx.Done():
+			flipErr <- ctx.Err()
+			return
+		}
+		if env.Scenario == run.PortRebind {
+			flipErr <- nil // route stays on A: the new socket gets path A's address, a new port
+			return
+		}
+		mu.Lock()
+		at := handshake.Add(env.MigrateAt - FlipLead)
+		mu.Unlock()
+		select {
+		case <-time.After(time.Until(at)):
+		case <-ctx.Done():
+			flipErr <- ctx.Err()
+			return
+		}
+		err := env.Net.RouteVia(run.PathB)
+		mu.Lock()
+		res.Notes = append(res.Notes, fmt.Sprintf("client route flipped to path B at %s (%s after the handshake line, %s before the change-local-addr timer)", time.Now().UTC().Format(time.RFC3339Nano), time.Since(handshake).Round(time.Millisecond), FlipLead))
+		mu.Unlock()
+		flipErr <- err
+	}()
+
+	crec := cli.Wait(4*env.Transfer + 90*time.Second)
+	ferr := <-flipErr
+	// gtlsserver serves forever: give it a second to finish the closed
+	// connection, then SIGINT (its handler ends the event loop and the qlog
+	// is closed cleanly; SIGTERM would cut the last record).
+	select {
+	case <-srv.Done():
+	case <-time.After(time.Second):
+	}
+	srv.Stop(syscall.SIGINT, 5*time.Second)
+	srec := srv.Wait(time.Second)
+	res.Processes = []run.Process{srec, crec}
+	if err := env.Net.RouteVia(run.PathA); err != nil {
+		res.Notes = append(res.Notes, "restoring the route to path A failed: "+err.Error())
+	}
+	// The server kill is the harness's doing, not a failure.
+	res.Processes[0].Killed = true
+
+	got := int64(-1)
+	dlFile := filepath.Join(dl, strconv.FormatInt(size, 10))
+	if st, err := os.Stat(dlFile); err == nil {
+		got = st.Size()
+		_ = os.Remove(dlFile) // tens of MB of generated bytes; only the size matters
+		_ = os.Remove(dl)
+		res.Notes = append(res.Notes, fmt.Sprintf("downloaded body %d bytes (file removed after measuring)", got))
+	}
+	res.ReceivedBytes = max(got, 0)
+	res.Completed = crec.ExitCode == 0 && got == size
+
+	st, ct, err := findQlogs(env.Dir)
+	if err != nil {
+		return res, err
+	}
+	res.ServerTrace, res.ClientTrace = st, ct
+	if ferr != nil && ctx.Err() == nil {
+		return res, fmt.Errorf("route flip: %w", ferr)
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// findQlogs returns the single qlog each side wrote (named by connection id).
+func findQlogs(dir string) (server, client string, err error) {
+	pick := func(sub string) (string, error) {
+		m, _ := filepath.Glob(filepath.Join(dir, sub, "*.sqlog"))
+		if len(m) == 0 {
+			m, _ = filepath.Glob(filepath.Join(dir, sub, "*"))
+		}
+		if len(m) != 1 {
+			return "", fmt.Errorf("%s: expected exactly one qlog, found %d", filepath.Join(dir, sub), len(m))
+		}
+		rel, _ := filepath.Rel(dir, m[0])
+		return rel, nil
+	}
+	if server, err = pick("qlog-server"); err != nil {
+		return
+	}
+	client, err = pick("qlog-client")
+	return
+}
+
+// waitUDPListen waits until something in the server namespace is bound to
+// ip:port (read from /proc/net/udp inside the namespace).
+func waitUDPListen(ctx context.Context, env run.RepEnv, ip string, port int, srv *run.Proc) error {
+	deadline := time.Now().Add(10 * time.Second)
+	hexPort := fmt.Sprintf(":%04X", port)
+	for time.Now().Before(deadline) {
+		out, _ := env.Net.Command(ctx, env.Net.ServerNS(), "cat", "/proc/net/udp").Output()
+		if strings.Contains(string(out), hexPort) {
+			return nil
+		}
+		select {
+		case <-srv.Done():
+			return fmt.Errorf("gtlsserver exited (code %d) before listening; see %s", srv.Record().ExitCode, filepath.Join(env.Dir, "server.stderr"))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("gtlsserver not listening on %s:%d after 10 s", ip, port)
+}
+
+func init() { run.Register("ngtcp2", func() run.Harness { return New() }) }

@@ -1,0 +1,194 @@
+package quiche
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/migaudit/migaudit/discriminator"
+	"github.com/migaudit/migaudit/harnesses/run"
+	"github.com/migaudit/migaudit/harnesses/run/vethnet"
+	"github.com/migaudit/migaudit/parsers"
+)
+
+// needNode skips when Node.js or the pinned binding cannot be had; it
+// installs the binding with npm ci on first use, as `migaudit run` does.
+func needNode(t *testing.T) *Harness {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the quiche harness needs Node.js >= 20")
+	}
+	h := New(Options{Log: func(s string) { t.Log(s) }})
+	if _, err := h.Check(context.Background()); err != nil {
+		if _, nerr := exec.LookPath("npm"); nerr != nil {
+			t.Skipf("quiche binding unavailable and npm is not installed: %v", err)
+		}
+		t.Fatalf("Check: %v", err)
+	}
+	return h
+}
+
+func TestLoopbackScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Node.js transfers")
+	}
+	h := needNode(t)
+	cases := []struct {
+		scenario   run.Scenario
+		migrations int
+		ipChanged  []bool
+		fresh      []bool
+	}{
+		{run.Standard, 1, []bool{true}, []bool{true}},
+		{run.PortRebind, 1, []bool{false}, []bool{true}},
+		{run.NATRebind, 1, []bool{true}, []bool{true}},
+		// Returning to path A reuses the path object quiche kept.
+		{run.MigrateBack, 2, []bool{true, true}, []bool{true, false}},
+	}
+	for _, c := range cases {
+		t.Run(string(c.scenario), func(t *testing.T) {
+			dir := t.TempDir()
+			if keep := os.Getenv("MIGAUDIT_KEEP_DIR"); keep != "" {
+				dir = filepath.Join(keep, "loopback-"+string(c.scenario))
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := h.RunRep(ctx, run.RepEnv{Net: Loopback{}, Scenario: c.scenario, CC: "cubic",
+				Transfer: 3 * time.Second, MigrateAt: 800 * time.Millisecond, BackAfter: 800 * time.Millisecond,
+				Dir: dir, Index: 1})
+			if err != nil {
+				t.Fatalf("RunRep: %v", err)
+			}
+			for _, p := range res.Processes {
+				if p.ExitCode != 0 {
+					b, _ := os.ReadFile(filepath.Join(dir, p.Stderr))
+					t.Fatalf("%s exited %d: %s", p.Role, p.ExitCode, b)
+				}
+			}
+			for _, n := range res.Notes {
+				t.Log(n)
+			}
+			if len(res.ServerSaw) != c.migrations {
+				t.Fatalf("server saw %d address changes, want %d: %+v", len(res.ServerSaw), c.migrations, res.ServerSaw)
+			}
+			s, err := Summarize(dir, "server")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Migrations) != c.migrations {
+				t.Fatalf("summary has %d migrations, want %d", len(s.Migrations), c.migrations)
+			}
+			for i, m := range s.Migrations {
+				if m.IPChanged != c.ipChanged[i] {
+					t.Errorf("migration %d: IP changed %v, want %v (%s → %s)", i+1, m.IPChanged, c.ipChanged[i], m.OldAddr, m.NewAddr)
+				}
+				if m.NewPathFresh != c.fresh[i] {
+					t.Errorf("migration %d: new path fresh %v, want %v", i+1, m.NewPathFresh, c.fresh[i])
+				}
+				if m.NewPathFresh && !m.StartsAtInitial {
+					t.Errorf("migration %d: fresh path started at %d B, not the measured initial window %d B", i+1, m.NewCwndFirst, s.InitialWindow)
+				}
+				if m.OldPath == m.NewPath {
+					t.Errorf("migration %d: old and new path are the same row series", i+1)
+				}
+			}
+			if res.ReceivedBytes == 0 {
+				t.Error("client received nothing")
+			}
+			for _, f := range []string{"server.csv", "client.csv", "server.events.jsonl", "client.events.jsonl", "quiche-paths.json"} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			if matches, _ := filepath.Glob(filepath.Join(dir, "*key*")); len(matches) > 0 {
+				t.Errorf("key material written to the repetition directory: %v", matches)
+			}
+			// The runner's parser and discriminator read this trace.
+			tl, err := parsers.ParseFile(filepath.Join(dir, "server.csv"), parsers.Options{})
+			if err != nil {
+				t.Fatalf("parsers: %v", err)
+			}
+			a, err := discriminator.Analyze(tl, discriminator.Options{Impl: "quiche", Params: map[string]float64{"S": res.Params["S"].Value}})
+			if err != nil {
+				t.Fatalf("discriminator: %v", err)
+			}
+			wantKind := discriminator.IPMigration
+			if !c.ipChanged[0] {
+				wantKind = discriminator.PortRebind
+			}
+			if a.Migration.Kind != wantKind {
+				t.Errorf("discriminator migration kind %q, want %q (%s)", a.Migration.Kind, wantKind, a.Migration.Evidence)
+			}
+			b, _ := os.ReadFile(filepath.Join(dir, "server.csv"))
+			if !strings.HasPrefix(string(b), CSVHeader+"\n") {
+				t.Errorf("server.csv header: %q", strings.SplitN(string(b), "\n", 2)[0])
+			}
+		})
+	}
+}
+
+// TestNamespacesStandard runs one short repetition across two network
+// namespaces (vethnet: real per-path links, no shaping), checking that the
+// server's path events show the client's IP changing and that the datagrams
+// really moved to the path-B link.
+func TestNamespacesStandard(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces")
+	}
+	if testing.Short() {
+		t.Skip("runs a Node.js transfer in namespaces")
+	}
+	h := needNode(t)
+	n, err := vethnet.Up("qch")
+	if err != nil {
+		t.Skipf("namespaces unavailable: %v", err)
+	}
+	defer n.Down()
+	dir := t.TempDir()
+	if keep := os.Getenv("MIGAUDIT_KEEP_DIR"); keep != "" {
+		dir = filepath.Join(keep, "ns-standard")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	before, _ := n.Counters()
+	res, err := h.RunRep(ctx, run.RepEnv{Net: n, Scenario: run.Standard, CC: "cubic",
+		Transfer: 4 * time.Second, MigrateAt: 1500 * time.Millisecond, Dir: dir, Index: 1})
+	if err != nil {
+		t.Fatalf("RunRep: %v", err)
+	}
+	for _, l := range res.Notes {
+		t.Log(l)
+	}
+	after, err := n.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ServerSaw) != 1 {
+		t.Fatalf("server saw %d address changes, want 1: %+v", len(res.ServerSaw), res.ServerSaw)
+	}
+	from, to := ipOf(res.ServerSaw[0].From), ipOf(res.ServerSaw[0].To)
+	if from != n.ClientAddr(run.PathA).String() || to != n.ClientAddr(run.PathB).String() {
+		t.Errorf("server saw %s → %s, want %s → %s", from, to, n.ClientAddr(run.PathA), n.ClientAddr(run.PathB))
+	}
+	gotB := after[run.PathB].FromServerBytes - before[run.PathB].FromServerBytes
+	if gotB < 100_000 {
+		t.Errorf("path B carried only %d B from the server after the migration", gotB)
+	}
+	s, err := Summarize(dir, "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Migrations) != 1 || !s.Migrations[0].StartsAtInitial || !s.Migrations[0].IPChanged {
+		t.Errorf("summary: %+v", s.Migrations)
+	}
+}

@@ -1,0 +1,220 @@
+package run
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/migaudit/migaudit/discriminator"
+)
+
+// PrintTable prints one row per repetition and the aggregate line.
+func PrintTable(w io.Writer, s *Summary) {
+	cal := "calibrated"
+	switch {
+	case !s.Calibration.Calibrated:
+		cal = "UNCALIBRATED (--skip-calibration)"
+	case !s.Calibration.Passed:
+		cal = "calibration FAILED"
+	}
+	fmt.Fprintf(w, "%s %s, scenario %s, cc %s, %s; path A %s, path B %s\n", s.Implementation, s.Version, s.Scenario, orDefault(s.CC),
+		cal, s.Calibration.Paths[PathA], s.Calibration.Paths[PathB])
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "REP\tSTATUS\tCLIENT MOVED TO\tWINDOW BEFORE\tWINDOW AFTER\tRESET\tFIRST RTT AFTER\tRTT IS\tQ1\tQ3\tCOMPLETE")
+	for _, r := range s.Reps {
+		moved := "-"
+		if len(r.Verification.Evidence) > 0 || len(r.Verification.Problems) > 0 {
+			moved = movedTo(r)
+		}
+		a := r.Analysis
+		if a == nil {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%v\n", r.Rep, r.Status, moved, r.Completed)
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s B\t%s B\t%v\t%s\t%s\t%s\t%s\t%v\n", r.Rep, r.Status, moved,
+			Thousands(a.WindowBeforeBytes), Thousands(a.WindowAfterBytes), a.ResetObserved,
+			ms(a.RTT.FirstAfterUS), a.RTT.Attribution, a.Q1.Answer, a.Q3.Answer, r.Completed)
+		if r.Return != nil {
+			b := r.Return
+			fmt.Fprintf(tw, "%d↩\t(return B→A)\t\t%s B\t%s B\t%v\t%s\t%s\t%s\t%s\t\n", r.Rep,
+				Thousands(b.WindowBeforeBytes), Thousands(b.WindowAfterBytes), b.ResetObserved,
+				ms(b.RTT.FirstAfterUS), b.RTT.Attribution, b.Q1.Answer, b.Q3.Answer)
+		}
+	}
+	tw.Flush()
+	for _, r := range s.Reps {
+		if r.Status != "VALID" {
+			fmt.Fprintf(w, "rep %d %s: %s\n", r.Rep, r.Status, strings.Join(append(append([]string{}, r.Verification.Problems...), nonEmpty(r.Error)...), "; "))
+		}
+	}
+	fmt.Fprintln(w, s.Aggregate)
+	fmt.Fprintf(w, "repetitions in %s\n", s.Out)
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func orDefault(cc string) string {
+	if cc == "" {
+		return "(implementation default)"
+	}
+	return cc
+}
+
+func movedTo(r RepSummary) string {
+	for _, e := range r.Verification.Evidence {
+		if strings.HasPrefix(e, "client: ") {
+			if i := strings.LastIndex(e, "now "); i >= 0 {
+				return strings.TrimSpace(e[i+4:])
+			}
+			if i := strings.Index(e, `"to":"`); i >= 0 {
+				rest := e[i+6:]
+				return rest[:strings.IndexByte(rest, '"')]
+			}
+		}
+	}
+	return "?"
+}
+
+// Aggregate summarises the VALID repetitions, e.g. "reset observed 5/5 at
+// 14,520 B; pre-migration peaks 532,322–572,685 B; ...".
+func Aggregate(sc Scenario, reps []RepSummary) string {
+	var valid []RepSummary
+	invalid, failed, completed := 0, 0, 0
+	for _, r := range reps {
+		switch r.Status {
+		case "VALID":
+			valid = append(valid, r)
+		case "INVALID":
+			invalid++
+		default:
+			failed++
+		}
+		if r.Completed {
+			completed++
+		}
+	}
+	kind := "IP migrations"
+	if !sc.IsIPMigration() {
+		kind = "port-only rebindings"
+	}
+	parts := []string{fmt.Sprintf("%d/%d repetitions verified as %s", len(valid), len(reps), kind)}
+	if invalid > 0 {
+		parts = append(parts, fmt.Sprintf("%d INVALID (kept, excluded)", invalid))
+	}
+	if failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d FAILED", failed))
+	}
+	parts = append(parts, describe("", valid, func(r RepSummary) *discriminator.Analysis { return r.Analysis })...)
+	if sc == MigrateBack {
+		ret := describe("return B→A: ", valid, func(r RepSummary) *discriminator.Analysis { return r.Return })
+		parts = append(parts, ret...)
+	}
+	parts = append(parts, fmt.Sprintf("transfers completed %d/%d", completed, len(reps)))
+	return strings.Join(parts, "; ")
+}
+
+func describe(prefix string, valid []RepSummary, get func(RepSummary) *discriminator.Analysis) []string {
+	var resets, peaks, afters, rtts []int64
+	attr := map[string]int{}
+	n := 0
+	for _, r := range valid {
+		a := get(r)
+		if a == nil {
+			continue
+		}
+		n++
+		if a.ResetObserved {
+			resets = append(resets, a.WindowAfterBytes)
+		} else {
+			afters = append(afters, a.WindowAfterBytes)
+		}
+		peaks = append(peaks, a.WindowBeforeBytes)
+		if a.RTT.FirstAfterUS > 0 {
+			rtts = append(rtts, a.RTT.FirstAfterUS)
+		}
+		attr[a.RTT.Attribution]++
+	}
+	if n == 0 {
+		return []string{prefix + "no analysed repetitions"}
+	}
+	var out []string
+	s := fmt.Sprintf("%sreset observed %d/%d", prefix, len(resets), n)
+	if len(resets) > 0 {
+		s += " at " + rangeB(resets)
+	}
+	if len(afters) > 0 {
+		s += "; without reset, lowest window after migration " + rangeB(afters)
+	}
+	out = append(out, s)
+	out = append(out, "pre-migration peaks "+rangeB(peaks))
+	if len(rtts) > 0 {
+		keys := make([]string, 0, len(attr))
+		for k := range attr {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var as []string
+		for _, k := range keys {
+			as = append(as, fmt.Sprintf("%s %d/%d", k, attr[k], n))
+		}
+		out = append(out, fmt.Sprintf("first post-migration RTT %s (%s)", rangeMS(rtts), strings.Join(as, ", ")))
+	}
+	return out
+}
+
+func rangeB(v []int64) string {
+	lo, hi := minMax(v)
+	if lo == hi {
+		return Thousands(lo) + " B"
+	}
+	return Thousands(lo) + "–" + Thousands(hi) + " B"
+}
+
+func rangeMS(v []int64) string {
+	lo, hi := minMax(v)
+	if lo == hi {
+		return ms(lo)
+	}
+	return strings.TrimSuffix(ms(lo), " ms") + "–" + ms(hi)
+}
+
+func minMax(v []int64) (int64, int64) {
+	lo, hi := v[0], v[0]
+	for _, x := range v[1:] {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi
+}
+
+func ms(us int64) string {
+	if us == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(us)/1000, 'f', 1, 64) + " ms"
+}
+
+// Thousands formats n with comma separators: 14520 → "14,520".
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,195 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/migaudit/migaudit/discriminator"
+)
+
+// fakeNet is a Net with fixed addresses and no namespaces.
+type fakeNet struct{}
+
+func (fakeNet) ClientNS() string { return "" }
+func (fakeNet) ServerNS() string { return "" }
+func (fakeNet) ClientAddr(p Path) netip.Addr {
+	if p == PathB {
+		return netip.MustParseAddr("198.18.2.2")
+	}
+	return netip.MustParseAddr("198.18.1.2")
+}
+func (fakeNet) ServerAddr() netip.Addr { return netip.MustParseAddr("198.18.0.1") }
+func (fakeNet) Command(ctx context.Context, ns, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, name, args...)
+}
+func (fakeNet) RouteVia(Path) error { return nil }
+func (fakeNet) PathRTT(p Path) time.Duration {
+	return map[Path]time.Duration{PathA: 20e6, PathB: 40e6}[p]
+}
+func (fakeNet) PathRate(Path) int64                     { return 20e6 }
+func (fakeNet) Counters() (map[Path]PathCounter, error) { return nil, nil }
+
+func counters(aUp, aDown, bUp, bDown int64) map[Path]PathCounter {
+	return map[Path]PathCounter{
+		PathA: {ToServerPackets: aUp, FromServerPackets: aDown},
+		PathB: {ToServerPackets: bUp, FromServerPackets: bDown},
+	}
+}
+
+func TestVerify(t *testing.T) {
+	zero := counters(0, 0, 0, 0)
+	move := func(to string) []AddrChange { return []AddrChange{{To: to, Evidence: "moved to " + to}} }
+	tests := []struct {
+		name      string
+		sc        Scenario
+		res       RepResult
+		after     map[Path]PathCounter
+		an        *discriminator.Analysis
+		wantValid bool
+		wantIn    string // substring of a problem (invalid) or evidence (valid)
+	}{
+		{"ip migration confirmed by counters", Standard, RepResult{Moves: move("[198.18.2.2]:5000")}, counters(3000, 6000, 4000, 8000), nil, true, "path counters"},
+		{"port-only trap: client stayed on A", Standard, RepResult{Moves: move("[198.18.1.2]:5001")}, counters(3000, 6000, 0, 0), nil, false, "not to the path-B address"},
+		{"client says B but path B idle", Standard, RepResult{Moves: move("198.18.2.2:5000")}, counters(3000, 6000, 2, 1), nil, false, "path B carried too little"},
+		{"no move reported", Standard, RepResult{}, counters(3000, 6000, 4000, 8000), nil, false, "no change of address"},
+		{"server view confirms", Standard, RepResult{Moves: move("198.18.2.2:5000"), ServerSaw: []AddrChange{{From: "198.18.1.2:4000", To: "198.18.2.2:5000", Evidence: "server saw"}}}, nil, nil, true, "server saw"},
+		{"server view contradicts", Standard, RepResult{Moves: move("198.18.2.2:5000"), ServerSaw: []AddrChange{{From: "198.18.1.2:4000", To: "198.18.1.2:4001"}}}, counters(1, 1, 4000, 8000), nil, false, "never to 198.18.2.2"},
+		{"trace addresses confirm", Standard, RepResult{Moves: move("198.18.2.2:5000")}, nil, &discriminator.Analysis{Migration: discriminator.Migration{Found: true, OldAddr: "198.18.1.2:4000", NewAddr: "198.18.2.2:5000"}}, true, "server trace"},
+		{"port-rebind valid", PortRebind, RepResult{Moves: []AddrChange{{From: "198.18.1.2:4000", To: "198.18.1.2:4001", Evidence: "rebound"}}}, counters(3000, 6000, 0, 0), nil, true, "path B idle"},
+		{"port-rebind that went to B", PortRebind, RepResult{Moves: move("198.18.2.2:4001")}, counters(3000, 6000, 4000, 8000), nil, false, "port-rebind"},
+		{"port-rebind same port", PortRebind, RepResult{Moves: []AddrChange{{From: "198.18.1.2:4000", To: "198.18.1.2:4000"}}}, counters(3000, 6000, 0, 0), nil, false, "did not change"},
+		{"migrate-back without return", MigrateBack, RepResult{Moves: move("198.18.2.2:5000")}, counters(3000, 6000, 4000, 8000), nil, false, "never returned"},
+		{"migrate-back", MigrateBack, RepResult{Moves: append(move("198.18.2.2:5000"), AddrChange{To: "198.18.1.2:5001", Evidence: "back"})}, counters(3000, 6000, 4000, 8000), nil, true, "returned"},
+		{"no server-side evidence at all", Standard, RepResult{Moves: move("198.18.2.2:5000")}, nil, nil, false, "no server-side evidence"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var before map[Path]PathCounter
+			if tc.after != nil {
+				before = zero
+			}
+			v := Verify(tc.sc, fakeNet{}, tc.res, before, tc.after, tc.an)
+			if v.Valid != tc.wantValid {
+				t.Fatalf("valid = %v, want %v (evidence %q, problems %q)", v.Valid, tc.wantValid, v.Evidence, v.Problems)
+			}
+			hay := strings.Join(v.Evidence, "\n")
+			if !tc.wantValid {
+				hay = strings.Join(v.Problems, "\n")
+			}
+			if !strings.Contains(hay, tc.wantIn) {
+				t.Errorf("%q not in %q", tc.wantIn, hay)
+			}
+		})
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 14520: "14,520", 572685: "572,685", 1484569: "1,484,569", -40960: "-40,960"} {
+		if got := Thousands(in); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestAggregate(t *testing.T) {
+	an := func(reset bool, before, after, rtt int64) *discriminator.Analysis {
+		return &discriminator.Analysis{ResetObserved: reset, WindowBeforeBytes: before, WindowAfterBytes: after,
+			RTT: discriminator.RTTAttribution{FirstAfterUS: rtt, Attribution: "new-path"}}
+	}
+	reps := []RepSummary{
+		{Rep: 1, Status: "VALID", Completed: true, Analysis: an(true, 532322, 14520, 40400)},
+		{Rep: 2, Status: "VALID", Completed: true, Analysis: an(true, 572685, 14520, 40800)},
+		{Rep: 3, Status: "INVALID", Completed: true, Analysis: an(false, 999999, 1, 20000)},
+	}
+	got := Aggregate(Standard, reps)
+	for _, want := range []string{"2/3 repetitions verified as IP migrations", "1 INVALID (kept, excluded)",
+		"reset observed 2/2 at 14,520 B", "pre-migration peaks 532,322–572,685 B", "first post-migration RTT 40.4–40.8 ms (new-path 2/2)", "transfers completed 3/3"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("aggregate %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "999,999") {
+		t.Errorf("INVALID repetition leaked into the aggregate: %q", got)
+	}
+}
+
+func TestWriteJSONAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.json")
+	if err := WriteJSONAtomic(p, map[string]int{"x": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSONAtomic(p, map[string]int{"x": 2}); err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]int
+	b, _ := os.ReadFile(p)
+	if err := json.Unmarshal(b, &v); err != nil || v["x"] != 2 {
+		t.Fatalf("content %s, err %v", b, err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, ".*tmp*")); len(m) != 0 {
+		t.Fatalf("temporary files left: %v", m)
+	}
+}
+
+// TestStartNeverOverwrites: a second process with the same role in the same
+// directory must fail rather than overwrite the first one's output.
+func TestStartNeverOverwrites(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	p, err := Start(ProcSpec{Role: "x", Dir: dir, Cmd: exec.Command("sh", "-c", "echo one; echo two; echo err >&2; exit 3"),
+		OnStdout: func(l string) { lines = append(lines, l) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := p.Wait(10 * time.Second)
+	if rec.ExitCode != 3 || strings.Join(lines, ",") != "one,two" {
+		t.Fatalf("exit %d lines %q", rec.ExitCode, lines)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "x.stderr")); string(b) != "err\n" {
+		t.Fatalf("stderr file %q", b)
+	}
+	if _, err := Start(ProcSpec{Role: "x", Dir: dir, Cmd: exec.Command("true")}); err == nil {
+		t.Fatal("second Start with the same role overwrote the first one's output")
+	}
+}
+
+// TestRunRefusesReuse: an --out that already holds repetitions is refused
+// before anything runs.
+func TestRunRefusesReuse(t *testing.T) {
+	out := t.TempDir()
+	if err := os.Mkdir(filepath.Join(out, "rep1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := stubHarness{}
+	_, err := Run(context.Background(), Options{Harness: h, Reps: 1, Scenario: Standard, Out: out, Transfer: 6 * time.Second, MigrateAt: 2 * time.Second,
+		NewNet: func(context.Context, Scenario, bool) (Net, Calibration, func() error, error) {
+			t.Fatal("network brought up for a refused run")
+			return nil, Calibration{}, nil, nil
+		}}, os.Stdout, os.Stderr)
+	if err == nil || !strings.Contains(err.Error(), "never overwritten") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRunRejectsUnsupportedScenario(t *testing.T) {
+	_, err := Run(context.Background(), Options{Harness: stubHarness{}, Reps: 1, Scenario: MigrateBack, Out: t.TempDir(), Transfer: 6 * time.Second, MigrateAt: 2 * time.Second}, os.Stdout, os.Stderr)
+	if err == nil || !strings.Contains(err.Error(), "one-shot") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+type stubHarness struct{}
+
+func (stubHarness) Name() string                                      { return "ngtcp2" }
+func (stubHarness) Check(context.Context) (Binaries, error)           { return nil, nil }
+func (stubHarness) Scenarios() []Scenario                             { return []Scenario{Standard} }
+func (stubHarness) Unsupported(Scenario) string                       { return "one-shot timer" }
+func (stubHarness) RunRep(context.Context, RepEnv) (RepResult, error) { return RepResult{}, nil }

@@ -1,0 +1,476 @@
+package run
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/migaudit/migaudit/data"
+	"github.com/migaudit/migaudit/discriminator"
+	"github.com/migaudit/migaudit/parsers"
+	"github.com/migaudit/migaudit/parsers/timeline"
+	"github.com/schollz/progressbar/v3"
+)
+
+// Calibration is what the network factory reports about the emulator.
+type Calibration struct {
+	// Calibrated is false when calibration was skipped (--skip-calibration).
+	Calibrated bool `json:"calibrated"`
+	// Passed is true when every gate passed.
+	Passed bool `json:"passed"`
+	// Record is the testbed's own calibration record.
+	Record json.RawMessage `json:"record,omitempty"`
+	// Paths are the two paths' specifications as configured.
+	Paths map[Path]string `json:"paths"`
+	Note  string          `json:"note,omitempty"`
+}
+
+// NetFactory brings a network up for a scenario (step-down uses a slower
+// path B) and returns it with its calibration and a teardown function.
+// A failing calibration gate is an error naming the gate unless skip is
+// set.
+type NetFactory func(ctx context.Context, scenario Scenario, skipCalibration bool) (Net, Calibration, func() error, error)
+
+// Options configure Run.
+type Options struct {
+	Harness         Harness
+	Reps            int
+	Scenario        Scenario
+	CC              string
+	Out             string // directory for this run; created, must not hold rep dirs
+	SkipCalibration bool
+	Transfer        time.Duration
+	MigrateAt       time.Duration
+	BackAfter       time.Duration
+	SelfExe         string
+	NewNet          NetFactory
+	// Progress shows a bar per repetition on Stderr.
+	Progress bool
+}
+
+// Summary is the whole run (written to summary.json in Out).
+type Summary struct {
+	Implementation string        `json:"implementation"`
+	Version        string        `json:"version"`
+	Scenario       Scenario      `json:"scenario"`
+	CC             string        `json:"cc"`
+	Out            string        `json:"out"`
+	Calibration    Calibration   `json:"calibration"`
+	Reps           []RepSummary  `json:"reps"`
+	Aggregate      string        `json:"aggregate"`
+	Start          time.Time     `json:"start"`
+	Duration       time.Duration `json:"duration_ns"`
+}
+
+// RepSummary is one repetition's line in the summary.
+type RepSummary struct {
+	Rep          int          `json:"rep"`
+	Dir          string       `json:"dir"`
+	Status       string       `json:"status"` // VALID, INVALID, FAILED
+	Verification Verification `json:"verification"`
+	Completed    bool         `json:"completed"`
+	Error        string       `json:"error,omitempty"`
+	Analysis     *discriminator.Analysis
+	// Return is the analysis of the B → A return in migrate-back.
+	Return *discriminator.Analysis `json:"return_analysis,omitempty"`
+}
+
+// Run executes the repetitions one after another and prints the per-rep
+// table and the aggregate to w.
+func Run(ctx context.Context, o Options, w, stderr io.Writer) (*Summary, error) {
+	h := o.Harness
+	if h == nil {
+		return nil, errors.New("run: no harness")
+	}
+	if o.Reps < 1 {
+		return nil, fmt.Errorf("--reps must be at least 1, got %d", o.Reps)
+	}
+	if !supports(h, o.Scenario) {
+		why := ""
+		if u, ok := h.(Unsupported); ok {
+			why = u.Unsupported(o.Scenario)
+		}
+		if why == "" {
+			why = "the harness does not implement it"
+		}
+		return nil, fmt.Errorf("%s cannot run scenario %q: %s", h.Name(), o.Scenario, why)
+	}
+	if o.MigrateAt <= 0 || o.Transfer <= o.MigrateAt {
+		return nil, fmt.Errorf("--migrate-at %s must be positive and before the end of --transfer %s", o.MigrateAt, o.Transfer)
+	}
+	if o.BackAfter == 0 {
+		o.BackAfter = 5 * time.Second
+	}
+	bins, err := h.Check(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", o.Out, err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(o.Out, "rep*")); len(m) > 0 {
+		return nil, fmt.Errorf("%s already holds repetitions (%s); repetitions are never overwritten: choose another --out", o.Out, filepath.Base(m[0]))
+	}
+	netw, cal, teardown, err := o.NewNet(ctx, o.Scenario, o.SkipCalibration)
+	if err != nil {
+		if cal.Record != nil { // keep the failed gate's figures with the run
+			if werr := WriteJSONAtomic(filepath.Join(o.Out, "calibration.json"), cal); werr == nil {
+				err = fmt.Errorf("%w (record in %s)", err, filepath.Join(o.Out, "calibration.json"))
+			}
+		}
+		return nil, err
+	}
+	defer func() {
+		if err := teardown(); err != nil {
+			fmt.Fprintf(stderr, "migaudit: testbed teardown: %v\n", err)
+		}
+	}()
+	if err := WriteJSONAtomic(filepath.Join(o.Out, "calibration.json"), cal); err != nil {
+		return nil, err
+	}
+	sum := &Summary{Implementation: h.Name(), Scenario: o.Scenario, CC: o.CC, Out: o.Out, Calibration: cal, Start: time.Now().UTC()}
+	for i := 1; i <= o.Reps; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		rs := runRep(ctx, o, h, bins, netw, cal, i, stderr)
+		if rs.Analysis != nil && sum.Version == "" {
+			sum.Version = versionOf(filepath.Join(rs.Dir, "manifest.json"))
+		}
+		sum.Reps = append(sum.Reps, rs)
+	}
+	sum.Duration = time.Since(sum.Start)
+	sum.Aggregate = Aggregate(o.Scenario, sum.Reps)
+	PrintTable(w, sum)
+	if err := WriteJSONAtomic(filepath.Join(o.Out, "summary.json"), sum); err != nil {
+		return sum, err
+	}
+	if ctx.Err() != nil {
+		return sum, fmt.Errorf("interrupted after %d of %d repetitions (kept in %s): %w", len(sum.Reps), o.Reps, o.Out, ctx.Err())
+	}
+	return sum, nil
+}
+
+func supports(h Harness, s Scenario) bool {
+	for _, x := range h.Scenarios() {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func versionOf(manifest string) string {
+	var m Manifest
+	b, err := os.ReadFile(manifest)
+	if err == nil && json.Unmarshal(b, &m) == nil {
+		return m.Version
+	}
+	return ""
+}
+
+// Manifest is manifest.json in every repetition directory.
+type Manifest struct {
+	Implementation string               `json:"implementation"`
+	Version        string               `json:"version"`
+	Upstream       string               `json:"upstream_pinned_commit"`
+	Binaries       Binaries             `json:"binaries"`
+	Scenario       Scenario             `json:"scenario"`
+	CC             string               `json:"cc"`
+	Rep            int                  `json:"rep"`
+	Paths          map[Path]PathInfo    `json:"paths"`
+	Calibration    Calibration          `json:"calibration"`
+	Transfer       string               `json:"transfer"`
+	MigrateAt      string               `json:"migrate_at"`
+	BackAfter      string               `json:"back_after,omitempty"`
+	Start          time.Time            `json:"start"`
+	End            time.Time            `json:"end"`
+	Result         RepResult            `json:"result"`
+	CountersBefore map[Path]PathCounter `json:"counters_before,omitempty"`
+	CountersAfter  map[Path]PathCounter `json:"counters_after,omitempty"`
+	Files          []FileInfo           `json:"files"`
+	Verification   Verification         `json:"verification"`
+	Status         string               `json:"status"`
+	Error          string               `json:"error,omitempty"`
+	AnalysisError  string               `json:"analysis_error,omitempty"`
+}
+
+// PathInfo is a path's configured emulation.
+type PathInfo struct {
+	Spec  string `json:"spec"`
+	RTTUS int64  `json:"rtt_us"`
+	Rate  int64  `json:"rate_bps"`
+}
+
+// FileInfo is one file of the repetition with its digest.
+type FileInfo struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, cal Calibration, i int, stderr io.Writer) RepSummary {
+	dir := filepath.Join(o.Out, fmt.Sprintf("rep%d", i))
+	rs := RepSummary{Rep: i, Dir: dir, Status: "FAILED"}
+	if err := os.Mkdir(dir, 0o755); err != nil { // O_EXCL: never reuse a directory
+		rs.Error = fmt.Sprintf("create %s: %v", dir, err)
+		return rs
+	}
+	im, _ := data.Lookup(h.Name())
+	man := Manifest{Implementation: h.Name(), Upstream: im.Commit, Binaries: bins, Scenario: o.Scenario, CC: o.CC, Rep: i,
+		Calibration: cal, Transfer: o.Transfer.String(), MigrateAt: o.MigrateAt.String(), Start: time.Now().UTC(),
+		Paths: map[Path]PathInfo{}}
+	if o.Scenario == MigrateBack {
+		man.BackAfter = o.BackAfter.String()
+	}
+	for _, p := range []Path{PathA, PathB} {
+		man.Paths[p] = PathInfo{Spec: cal.Paths[p], RTTUS: netw.PathRTT(p).Microseconds(), Rate: netw.PathRate(p)}
+	}
+	_ = netw.RouteVia(PathA)
+	man.CountersBefore, _ = netw.Counters()
+
+	var bar *progressbar.ProgressBar
+	var barMu sync.Mutex
+	progress := func(done, total int64) {
+		if !o.Progress {
+			return
+		}
+		barMu.Lock()
+		defer barMu.Unlock()
+		if bar == nil {
+			bar = progressbar.NewOptions64(total,
+				progressbar.OptionSetWriter(stderr),
+				progressbar.OptionSetDescription(fmt.Sprintf("%s %s rep %d/%d", h.Name(), o.Scenario, i, o.Reps)),
+				progressbar.OptionShowBytes(true),
+				progressbar.OptionSetWidth(30),
+				progressbar.OptionThrottle(200*time.Millisecond),
+				progressbar.OptionClearOnFinish())
+		}
+		_ = bar.Set64(done)
+	}
+	res, err := h.RunRep(ctx, RepEnv{Net: netw, Scenario: o.Scenario, CC: o.CC, Transfer: o.Transfer, MigrateAt: o.MigrateAt,
+		BackAfter: o.BackAfter, Dir: dir, Index: i, SelfExe: o.SelfExe, Progress: progress})
+	barMu.Lock()
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	barMu.Unlock()
+	man.End = time.Now().UTC()
+	man.Result = res
+	man.Version = res.Version
+	man.CountersAfter, _ = netw.Counters()
+	_ = netw.RouteVia(PathA)
+	if err != nil {
+		rs.Error = err.Error()
+		man.Error = err.Error()
+	}
+	rs.Completed = res.Completed
+
+	// Compress the traces in place; the parsers read gzip transparently.
+	for _, t := range []*string{&res.ServerTrace, &res.ClientTrace} {
+		if *t == "" {
+			continue
+		}
+		if gz, err := gzipFile(filepath.Join(dir, *t)); err == nil {
+			*t, _ = filepath.Rel(dir, gz)
+		} else {
+			man.Error = strings.TrimSpace(man.Error + "; compress trace: " + err.Error())
+		}
+	}
+	man.Result.ServerTrace, man.Result.ClientTrace = res.ServerTrace, res.ClientTrace
+
+	// Analyse the server's trace: in a download the server is the sender.
+	var an *discriminator.Analysis
+	if res.ServerTrace != "" {
+		a, ret, aerr := analyse(filepath.Join(dir, res.ServerTrace), h.Name(), o.Scenario, res, netw)
+		if aerr != nil {
+			man.AnalysisError = aerr.Error()
+		} else {
+			an = &a
+			rs.Return = ret
+			if werr := WriteJSONAtomic(filepath.Join(dir, "analysis.json"), a); werr != nil {
+				man.AnalysisError = werr.Error()
+			}
+			if ret != nil {
+				_ = WriteJSONAtomic(filepath.Join(dir, "analysis-return.json"), ret)
+			}
+		}
+	}
+	rs.Analysis = an
+	v := Verify(o.Scenario, netw, res, man.CountersBefore, man.CountersAfter, an)
+	man.Verification = v
+	rs.Verification = v
+	switch {
+	case err != nil && ctx.Err() != nil:
+		rs.Status = "FAILED"
+	case !v.Valid:
+		rs.Status = "INVALID"
+	case err != nil:
+		rs.Status = "FAILED"
+	default:
+		rs.Status = "VALID"
+	}
+	man.Status = rs.Status
+	man.Files = listFiles(dir)
+	if werr := WriteJSONAtomic(filepath.Join(dir, "manifest.json"), man); werr != nil && rs.Error == "" {
+		rs.Error = werr.Error()
+	}
+	fmt.Fprintf(stderr, "rep %d/%d: %s%s\n", i, o.Reps, rs.Status, repLineSuffix(rs))
+	return rs
+}
+
+func repLineSuffix(rs RepSummary) string {
+	var parts []string
+	if rs.Error != "" {
+		parts = append(parts, rs.Error)
+	}
+	if !rs.Verification.Valid && len(rs.Verification.Problems) > 0 {
+		parts = append(parts, strings.Join(rs.Verification.Problems, "; "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " — " + strings.Join(parts, "; ")
+}
+
+// analyse parses the server trace and runs the discriminator with the
+// run's parameters and the configured path RTTs. For migrate-back it also
+// analyses the return, by cutting the timeline after the first migration.
+func analyse(trace, impl string, sc Scenario, res RepResult, netw Net) (discriminator.Analysis, *discriminator.Analysis, error) {
+	tl, err := parsers.ParseFile(trace, parsers.Options{})
+	if err != nil {
+		return discriminator.Analysis{}, nil, err
+	}
+	params := map[string]float64{}
+	for k, p := range res.Params {
+		params[k] = p.Value
+	}
+	oldRTT, newRTT := netw.PathRTT(PathA), netw.PathRTT(PathB)
+	if sc == PortRebind {
+		// Same network before and after: there is no "old path" to tell
+		// apart, only the path's own RTT versus the estimator's default.
+		oldRTT, newRTT = 0, netw.PathRTT(PathA)
+	}
+	a, err := discriminator.Analyze(tl, discriminator.Options{Impl: impl, Params: params, OldPathRTT: oldRTT, NewPathRTT: newRTT})
+	if err != nil {
+		return a, nil, err
+	}
+	if sc != MigrateBack || !a.Migration.Found {
+		return a, nil, nil
+	}
+	// The return B → A: the same trace from 1 s after the first migration.
+	cut := a.Migration.AtUS + 1_000_000
+	rest := *tl
+	rest.Samples, rest.Events = nil, nil
+	var last *int
+	for i, s := range tl.Samples {
+		if s.TimeUS >= cut {
+			rest.Samples = append(rest.Samples, s)
+		} else {
+			j := i
+			last = &j
+		}
+	}
+	if last != nil { // carry the state in effect at the cut
+		s := tl.Samples[*last]
+		s.TimeUS = cut
+		rest.Samples = append([]timeline.Sample{s}, rest.Samples...)
+	}
+	for _, e := range tl.Events {
+		if e.TimeUS >= cut {
+			rest.Events = append(rest.Events, e)
+		}
+	}
+	rest.Source = tl.Source + " (after " + fmt.Sprint(cut/1000) + " ms: the return to path A)"
+	r, err := discriminator.Analyze(&rest, discriminator.Options{Impl: impl, Params: params, OldPathRTT: newRTT, NewPathRTT: oldRTT})
+	if err != nil {
+		return a, nil, nil
+	}
+	return a, &r, nil
+}
+
+func gzipFile(path string) (string, error) {
+	if strings.HasSuffix(path, ".gz") {
+		return path, nil
+	}
+	in, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	out := path + ".gz"
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", err
+	}
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	if _, err := io.Copy(zw, in); err != nil {
+		f.Close()
+		os.Remove(out)
+		return "", err
+	}
+	if err := zw.Close(); err != nil {
+		f.Close()
+		os.Remove(out)
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(out)
+		return "", err
+	}
+	return out, os.Remove(path)
+}
+
+func listFiles(dir string) []FileInfo {
+	var out []FileInfo
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || info.Name() == "manifest.json" {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		sum, _ := SHA256File(p)
+		out = append(out, FileInfo{Name: rel, Size: info.Size(), SHA256: sum})
+		return nil
+	})
+	return out
+}
+
+// WriteJSONAtomic writes v as indented JSON to path through a temporary
+// file and a rename.
+func WriteJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}

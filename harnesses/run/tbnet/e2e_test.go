@@ -1,0 +1,126 @@
+package tbnet_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/migaudit/migaudit/data"
+	"github.com/migaudit/migaudit/harnesses/ngtcp2"
+	"github.com/migaudit/migaudit/harnesses/quicgo"
+	"github.com/migaudit/migaudit/harnesses/run"
+	"github.com/migaudit/migaudit/harnesses/run/tbnet"
+)
+
+// repoRoot walks up to go.mod.
+func repoRoot(t *testing.T) string {
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+// TestEndToEnd runs one short repetition per implementation on the real
+// testbed (uncalibrated: the testbed's own tests gate calibration) and
+// checks the whole chain: the repetition is verified as an IP migration,
+// the server's window resets to exactly the initial window the constant
+// formula gives with the harness's own parameters, and the manifest and
+// analysis are on disk.
+func TestEndToEnd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces and TUN devices")
+	}
+	if testing.Short() {
+		t.Skip("-short: skips the live end-to-end runs")
+	}
+	tests := []struct {
+		name  string
+		h     run.Harness
+		needs func() error
+	}{
+		{"ngtcp2", ngtcp2.New(), func() error { _, err := ngtcp2.New().Check(context.Background()); return err }},
+		{"quic-go", nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.h
+			if tc.name == "quic-go" {
+				// The harness re-executes migaudit: build it.
+				exe := filepath.Join(t.TempDir(), "migaudit")
+				cmd := exec.Command("go", "build", "-o", exe, "./cmd/migaudit")
+				cmd.Dir = repoRoot(t)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Skipf("cannot build migaudit for the quic-go harness: %v\n%s", err, out)
+				}
+				h = &quicgo.Harness{Exe: exe}
+			} else if err := tc.needs(); err != nil {
+				t.Skipf("binaries absent: %v", err)
+			}
+			out := filepath.Join(t.TempDir(), "run")
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			var stdout, stderr bytes.Buffer
+			sum, err := run.Run(ctx, run.Options{Harness: h, Reps: 1, Scenario: run.Standard, Out: out,
+				SkipCalibration: true, Transfer: 6 * time.Second, MigrateAt: 2 * time.Second,
+				NewNet: tbnet.Factory(nil)}, &stdout, &stderr)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, stderr.String())
+			}
+			t.Log("\n" + stdout.String())
+			r := sum.Reps[0]
+			if r.Status != "VALID" {
+				t.Fatalf("rep %s: %v %s", r.Status, r.Verification.Problems, r.Error)
+			}
+			if r.Analysis == nil {
+				t.Fatal("no analysis")
+			}
+			// The expected reset value, computed from the constant formula
+			// and the parameters the harness reported for this run.
+			var m run.Manifest
+			if err := readJSON(filepath.Join(r.Dir, "manifest.json"), &m); err != nil {
+				t.Fatal(err)
+			}
+			c, _, err := data.ConstantsFor(h.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			params := map[string]float64{}
+			for k, p := range m.Result.Params {
+				params[k] = p.Value
+			}
+			want, arith, err := c.InitialWindows[0].Eval(params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Analysis.ResetObserved || float64(r.Analysis.WindowAfterBytes) != want {
+				t.Errorf("reset observed %v at %d B, want exactly %s", r.Analysis.ResetObserved, r.Analysis.WindowAfterBytes, arith)
+			}
+			if _, err := os.Stat(filepath.Join(r.Dir, "analysis.json")); err != nil {
+				t.Error(err)
+			}
+			if len(m.Binaries) == 0 || m.Binaries[0].SHA256 == "" || m.Version == "" {
+				t.Errorf("manifest lacks binaries/version: %+v %q", m.Binaries, m.Version)
+			}
+		})
+	}
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}

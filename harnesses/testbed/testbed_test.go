@@ -1,0 +1,153 @@
+package testbed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if err := Preflight(); err != nil {
+		t.Skipf("needs a root testbed: %v", err)
+	}
+}
+
+// leftovers lists everything instance name could have left behind.
+func leftovers(t *testing.T, name string) []string {
+	t.Helper()
+	var out []string
+	for _, ns := range []string{clientNS(name), serverNS(name)} {
+		if nsExists(ns) {
+			out = append(out, "namespace "+ns)
+		}
+	}
+	if _, err := os.Stat(StateDir + "/" + name); err == nil {
+		out = append(out, "state "+StateDir+"/"+name)
+	}
+	b, _ := exec.Command("ps", "-eo", "pid,args").Output()
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, Prefix+name+"-") {
+			out = append(out, "process "+strings.TrimSpace(l))
+		}
+	}
+	return out
+}
+
+func waitClean(t *testing.T, name string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		left := leftovers(t, name)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind by %s: %v", name, left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestUpDownIdempotent(t *testing.T) {
+	needRoot(t)
+	cfg := Standard()
+	cfg.Name = "t-updown-" + newName()
+	tb, err := Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Everything named after the instance exists while it is up.
+	for _, ns := range []string{tb.ClientNS(), tb.ServerNS()} {
+		if !nsExists(ns) {
+			t.Errorf("namespace %s missing while up", ns)
+		}
+	}
+	if in, err := ReadInstance(cfg.Name); err != nil || !in.Alive() {
+		t.Errorf("instance record: %+v, %v", in, err)
+	}
+	// A second instance with the same name is refused, naming the clash.
+	if _, err := Up(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("duplicate Up: err = %v, want 'already exists'", err)
+	}
+	// A process started in the namespace is killed by Down.
+	cmd := tb.Command(context.Background(), tb.ServerNS(), "sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	for i := 0; i < 2; i++ {
+		if err := tb.Down(); err != nil {
+			t.Fatalf("Down #%d: %v", i+1, err)
+		}
+	}
+	waitClean(t, cfg.Name, 3*time.Second)
+}
+
+func TestCalibrateQuick(t *testing.T) {
+	needRoot(t)
+	if testing.Short() {
+		t.Skip("calibration takes about a minute")
+	}
+	cfg := Standard()
+	cfg.Name = "t-cal-" + newName()
+	tb, err := Up(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tb.Down(); err != nil {
+			t.Error(err)
+		}
+		waitClean(t, cfg.Name, 3*time.Second)
+	}()
+	opt := CalibrateOptions{Quick: true, Progress: testWriter{t}}
+	if os.Getenv("MIGAUDIT_CALIBRATE_FULL") == "" {
+		// CI: the path the study runs on, the rates that stress the
+		// emulator; the full grid is `migaudit testbed calibrate`.
+		opt.Rates = []int64{20_000_000, 100_000_000}
+		opt.Repeats = 2
+		opt.Transfer = 2500 * time.Millisecond
+	}
+	cal, err := Calibrate(context.Background(), tb, opt)
+	if cal != nil {
+		b, _ := json.MarshalIndent(cal, "", "  ")
+		_ = os.WriteFile(t.TempDir()+"/calibration.json", b, 0o644)
+		if out := os.Getenv("MIGAUDIT_CALIBRATION_OUT"); out != "" {
+			_ = os.WriteFile(out, b, 0o644)
+		}
+	}
+	if err != nil {
+		var ge *GateError
+		if errors.As(err, &ge) {
+			t.Fatalf("gate failed: %v", err)
+		}
+		t.Fatal(err)
+	}
+	if !cal.Pass {
+		t.Fatalf("record says fail without an error: %+v", cal.Gates)
+	}
+	// The paths are restored after calibration.
+	for _, p := range Paths {
+		got, _ := tb.Path(p)
+		want := cfg.PathA
+		if p == "B" {
+			want = cfg.PathB
+		}
+		if got != want {
+			t.Errorf("path %s after calibration = %v, want %v", p, got, want)
+		}
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}

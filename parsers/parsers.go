@@ -1,0 +1,246 @@
+// Package parsers turns a QUIC trace — a qlog in one of its dialects, msquic's
+// stdout trace log, or a timeline CSV — into the one timeline model
+// (parsers/timeline). Parsers know formats, not verdicts.
+//
+// Every parser streams: it hands samples and events to a timeline.Handler as
+// it reads, so memory does not grow with the trace (Collector, used by
+// ParseFile, is what keeps everything). Gzip input is detected by its magic
+// bytes and decompressed transparently. The format is detected from content
+// unless Options.Format names it.
+//
+// Units: times are µs from the trace's own reference; windows and byte counts
+// are bytes; RTTs are µs. Each format's file says how it converts.
+package parsers
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/migaudit/migaudit/parsers/timeline"
+)
+
+// Format names, as accepted by Options.Format and returned by Detect.
+const (
+	FormatPicoquic = "picoquic-qlog"
+	FormatNgtcp2   = "ngtcp2-qlog"
+	FormatQuicGo   = "quicgo-qlog"
+	FormatQuiche   = "quiche-qlog"
+	FormatMsquic   = "msquic-log"
+	FormatCSV      = "timeline-csv"
+)
+
+// Options controls Parse.
+type Options struct {
+	// Format is one of Formats(); "" detects it from content.
+	Format string
+}
+
+// Formats lists the formats Parse understands.
+func Formats() []string {
+	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatCSV}
+}
+
+type parseFunc func(in *input, h timeline.Handler) error
+
+var parsersByFormat = map[string]parseFunc{
+	FormatPicoquic: parsePicoquic,
+	FormatNgtcp2:   parseNgtcp2,
+	FormatQuicGo:   parseQuicGo,
+	FormatQuiche:   parseQuiche,
+	FormatMsquic:   parseMsquic,
+	FormatCSV:      parseCSV,
+}
+
+// peekSize is how much decompressed content Detect sees.
+const peekSize = 64 << 10
+
+// maxRecord bounds one JSON-SEQ record, line or picoquic event, so that a
+// trace without separators cannot make memory grow without limit.
+const maxRecord = 64 << 20
+
+// PositionError is a malformed-input error at a known place in a trace.
+type PositionError struct {
+	File   string
+	Record int   // 1-based record (JSON-SEQ record, picoquic event, line)
+	Offset int64 // byte offset of the record in the uncompressed stream
+	Err    error
+}
+
+func (e *PositionError) Error() string {
+	return fmt.Sprintf("parse %s: record %d at byte %d: %v", e.File, e.Record, e.Offset, e.Err)
+}
+
+func (e *PositionError) Unwrap() error { return e.Err }
+
+// errTruncatedGzip marks a gzip stream that ends before its trailer.
+var errTruncatedGzip = errors.New("truncated gzip stream")
+
+// input is the decompressed trace with its name, for error messages.
+type input struct {
+	name string
+	r    *bufio.Reader
+	gz   bool
+}
+
+func (in *input) errorf(record int, offset int64, format string, args ...any) error {
+	return &PositionError{File: in.name, Record: record, Offset: offset, Err: fmt.Errorf(format, args...)}
+}
+
+// readErr wraps a read failure (not a content problem) with the file name.
+func (in *input) readErr(err error) error {
+	if errors.Is(err, errTruncatedGzip) {
+		return fmt.Errorf("parse %s: %w (file cut short?)", in.name, err)
+	}
+	return fmt.Errorf("parse %s: read: %w", in.name, err)
+}
+
+// gzipReader turns the io.ErrUnexpectedEOF of a cut-off gzip stream into
+// errTruncatedGzip so that no parser mistakes it for a truncated record.
+type gzipReader struct {
+	z *gzip.Reader
+	n int64
+}
+
+func (g *gzipReader) Read(p []byte) (int, error) {
+	n, err := g.z.Read(p)
+	g.n += int64(n)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = fmt.Errorf("%w after %d uncompressed bytes", errTruncatedGzip, g.n)
+	} else if err != nil && err != io.EOF {
+		err = fmt.Errorf("gzip: %w", err)
+	}
+	return n, err
+}
+
+// Parse reads one trace from r and streams it into h. name is used in error
+// messages only. Gzip is decompressed transparently.
+func Parse(name string, r io.Reader, opt Options, h timeline.Handler) error {
+	raw := bufio.NewReaderSize(r, 64<<10)
+	var src io.Reader = raw
+	gz := false
+	if magic, _ := raw.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		z, err := gzip.NewReader(raw)
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				return fmt.Errorf("parse %s: %w: header cut short", name, errTruncatedGzip)
+			}
+			return fmt.Errorf("parse %s: gzip header: %w", name, err)
+		}
+		z.Multistream(true)
+		src = &gzipReader{z: z}
+		gz = true
+	}
+	in := &input{name: name, r: bufio.NewReaderSize(src, 256<<10), gz: gz}
+	peek, err := in.r.Peek(peekSize)
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return in.readErr(err)
+	}
+	format := opt.Format
+	if format == "" {
+		format, err = Detect(peek)
+		if err != nil {
+			return fmt.Errorf("parse %s: %w", name, err)
+		}
+	}
+	p, ok := parsersByFormat[format]
+	if !ok {
+		return fmt.Errorf("parse %s: unknown format %q (known: %s)", name, format, strings.Join(Formats(), ", "))
+	}
+	return p(in, h)
+}
+
+// ParseFile parses the trace at path into memory.
+func ParseFile(path string, opt Options) (*timeline.Timeline, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", filepath.Base(path), err)
+	}
+	defer f.Close()
+	var c timeline.Collector
+	if err := Parse(filepath.Base(path), f, opt, &c); err != nil {
+		return nil, err
+	}
+	c.T.Source = path
+	return &c.T, nil
+}
+
+// Detect names the format of a trace from its first bytes (decompressed; a
+// gzip-compressed peek is decompressed as far as it goes).
+func Detect(peek []byte) (string, error) {
+	if len(peek) >= 2 && peek[0] == 0x1f && peek[1] == 0x8b {
+		if z, err := gzip.NewReader(bytes.NewReader(peek)); err == nil {
+			buf, _ := io.ReadAll(io.LimitReader(z, peekSize))
+			peek = buf
+		}
+	}
+	p := bytes.TrimLeft(peek, " \t\r\n\x1e")
+	if len(p) == 0 {
+		return "", errors.New("empty trace: no content to detect a format from")
+	}
+	firstLine := p
+	if i := bytes.IndexByte(p, '\n'); i >= 0 {
+		firstLine = p[:i]
+	}
+	firstLine = bytes.TrimSpace(bytes.Trim(firstLine, "\x1e"))
+	switch {
+	case p[0] == '{':
+		if validJSON(firstLine) {
+			return detectJSONSeq(firstLine, p)
+		}
+		if bytes.Contains(p, []byte(`"traces"`)) || bytes.Contains(p, []byte(`"event_fields"`)) {
+			return FormatPicoquic, nil
+		}
+		return "", fmt.Errorf("unrecognised JSON trace: neither a JSON-SEQ qlog (first record is not one line of JSON) nor a draft-00 qlog document (no \"traces\"); pass --format")
+	case p[0] == '[':
+		if bytes.Contains(p, []byte("] t_us=")) || bytes.Contains(p, []byte("[conn][0x")) || bytes.HasPrefix(p, []byte("[mq_")) {
+			return FormatMsquic, nil
+		}
+		return "", fmt.Errorf("unrecognised trace starting with %q; pass --format", excerpt(firstLine))
+	default:
+		if isCSVHeader(firstLine) {
+			return FormatCSV, nil
+		}
+		return "", fmt.Errorf("unrecognised trace format (starts with %q); known formats: %s", excerpt(firstLine), strings.Join(Formats(), ", "))
+	}
+}
+
+func detectJSONSeq(first, p []byte) (string, error) {
+	has := func(b []byte, s string) bool { return bytes.Contains(b, []byte(s)) }
+	switch {
+	case has(first, `"ngtcp2"`):
+		return FormatNgtcp2, nil
+	case has(first, "quic-go"):
+		return FormatQuicGo, nil
+	case has(p, `"name":"quic:`) || has(p, `"name": "quic:`) || has(first, "quiche"):
+		return FormatQuiche, nil
+	case has(first, "urn:ietf:params:qlog:events:quic"):
+		// quic-12 schema with category-prefixed ("transport:") names.
+		return FormatQuicGo, nil
+	case has(first, `"qlog_version":"0.3"`) || has(first, `"qlog_version": "0.3"`):
+		return FormatNgtcp2, nil
+	}
+	return "", fmt.Errorf("JSON-SEQ qlog from an unrecognised producer (first record %q); pass --format", excerpt(first))
+}
+
+func isCSVHeader(line []byte) bool {
+	for _, c := range bytes.Split(line, []byte(",")) {
+		if strings.EqualFold(strings.TrimSpace(string(c)), "time_us") {
+			return true
+		}
+	}
+	return false
+}
+
+func excerpt(b []byte) string {
+	if len(b) > 60 {
+		return string(b[:60]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,300 @@
+package validator
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// sample is one reading of the congestion state; absent fields are -1.
+type sample struct {
+	T      int64 // µs from the trace's reference
+	Cwnd   int64
+	SRTT   int64 // µs
+	Latest int64
+	MinRTT int64
+}
+
+// pathEvent is a path-validation frame or a peer-address observation.
+type pathEvent struct {
+	T    int64
+	Kind string // challenge_sent, challenge_received, response_sent, response_received, peer_addr, path_active
+	Addr string // ip:port for peer_addr
+}
+
+// traceFacts is what the validator's own readers find in a trace.
+type traceFacts struct {
+	Format  string
+	SHA256  string
+	Vantage string
+	Samples []sample
+	Events  []pathEvent
+	// HasAddrs is true when the format logs peer addresses at all.
+	HasAddrs bool
+}
+
+// readTrace opens a (possibly gzipped) trace and dispatches on content.
+func readTrace(path string) (*traceFacts, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(raw)
+	data := raw
+	if len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("%s: gzip: %w", path, err)
+		}
+		data, err = io.ReadAll(zr)
+		if err != nil && len(data) == 0 {
+			return nil, fmt.Errorf("%s: gzip: %w", path, err)
+		}
+	}
+	var f *traceFacts
+	head := bytes.TrimLeft(data[:min(len(data), 4096)], " \t\r\n\x1e")
+	switch {
+	case bytes.Contains(head, []byte(`"qlog_version": "draft-00"`)) || bytes.Contains(head, []byte(`"event_fields"`)):
+		f, err = readPositionalQlog(data)
+	case len(head) > 0 && head[0] == '{':
+		f, err = readJSONSeq(data)
+	case bytes.HasPrefix(head, []byte("[")):
+		f, err = readMsquicLog(data)
+	default:
+		f, err = readCSV(data)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	f.SHA256 = hex.EncodeToString(sum[:])
+	return f, nil
+}
+
+func msToUS(ms float64) int64 { return int64(math.Round(ms * 1000)) }
+
+// readJSONSeq reads JSON-SEQ qlog (quic-go, ngtcp2, quiche): times and RTTs
+// in milliseconds. A truncated final record is skipped.
+func readJSONSeq(data []byte) (*traceFacts, error) {
+	f := &traceFacts{Format: "qlog-json-seq"}
+	rec := 0
+	for len(data) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			line, data = data, nil
+		}
+		line = bytes.Trim(line, "\x1e \t\r")
+		if len(line) == 0 {
+			continue
+		}
+		rec++
+		if !gjson.ValidBytes(line) {
+			if len(data) == 0 {
+				break // truncated final record
+			}
+			return nil, fmt.Errorf("record %d is not JSON", rec)
+		}
+		if rec == 1 {
+			f.Vantage = gjson.GetBytes(line, "trace.vantage_point.type").String()
+			continue
+		}
+		r := gjson.GetManyBytes(line, "time", "name", "data")
+		t := msToUS(r[0].Float())
+		name := r[1].String()
+		d := r[2]
+		switch {
+		case strings.HasSuffix(name, "metrics_updated"):
+			s := sample{T: t, Cwnd: -1, SRTT: -1, Latest: -1, MinRTT: -1}
+			m := d.Map()
+			if v, ok := m["congestion_window"]; ok {
+				s.Cwnd = v.Int()
+			}
+			if v, ok := m["smoothed_rtt"]; ok {
+				s.SRTT = msToUS(v.Float())
+			}
+			if v, ok := m["latest_rtt"]; ok {
+				s.Latest = msToUS(v.Float())
+			}
+			if v, ok := m["min_rtt"]; ok {
+				s.MinRTT = msToUS(v.Float())
+			}
+			if s.Cwnd >= 0 || s.SRTT >= 0 || s.Latest >= 0 {
+				f.Samples = append(f.Samples, s)
+			}
+		case strings.HasSuffix(name, "packet_sent"), strings.HasSuffix(name, "packet_received"):
+			dir := "sent"
+			if strings.HasSuffix(name, "received") {
+				dir = "received"
+			}
+			d.Get("frames").ForEach(func(_, fr gjson.Result) bool {
+				switch fr.Get("frame_type").String() {
+				case "path_challenge":
+					f.Events = append(f.Events, pathEvent{T: t, Kind: "challenge_" + dir})
+				case "path_response":
+					f.Events = append(f.Events, pathEvent{T: t, Kind: "response_" + dir})
+				}
+				return true
+			})
+		}
+	}
+	return f, nil
+}
+
+// readPositionalQlog reads picoquic's draft-00 document: positional events
+// [relative_time, category, event, data], microseconds.
+func readPositionalQlog(data []byte) (*traceFacts, error) {
+	if !gjson.ValidBytes(data) {
+		return nil, fmt.Errorf("draft-00 qlog is not a valid JSON document")
+	}
+	f := &traceFacts{Format: "qlog-draft-00", HasAddrs: true}
+	tr := gjson.GetBytes(data, "traces.0")
+	f.Vantage = tr.Get("vantage_point.type").String()
+	tr.Get("events").ForEach(func(_, ev gjson.Result) bool {
+		a := ev.Array()
+		if len(a) < 4 {
+			return true
+		}
+		t := a[0].Int()
+		name, d := a[2].String(), a[3]
+		switch name {
+		case "metrics_updated":
+			s := sample{T: t, Cwnd: -1, SRTT: -1, Latest: -1, MinRTT: -1}
+			if v := d.Get("cwnd"); v.Exists() {
+				s.Cwnd = v.Int()
+			}
+			if v := d.Get("smoothed_rtt"); v.Exists() {
+				s.SRTT = v.Int()
+			}
+			if v := d.Get("latest_rtt"); v.Exists() {
+				s.Latest = v.Int()
+			}
+			if v := d.Get("min_rtt"); v.Exists() {
+				s.MinRTT = v.Int()
+			}
+			f.Samples = append(f.Samples, s)
+		case "datagram_received":
+			if from := d.Get("addr_from"); from.Exists() {
+				ip := from.Get("ip_v4").String()
+				port := from.Get("port_v4").String()
+				if ip == "" {
+					ip, port = from.Get("ip_v6").String(), from.Get("port_v6").String()
+				}
+				f.Events = append(f.Events, pathEvent{T: t, Kind: "peer_addr", Addr: ip + ":" + port})
+			}
+		case "packet_received", "packet_sent":
+			dir := "sent"
+			if name == "packet_received" {
+				dir = "received"
+			}
+			d.Get("frames").ForEach(func(_, fr gjson.Result) bool {
+				switch fr.Get("frame_type").String() {
+				case "path_challenge":
+					f.Events = append(f.Events, pathEvent{T: t, Kind: "challenge_" + dir})
+				case "path_response":
+					f.Events = append(f.Events, pathEvent{T: t, Kind: "response_" + dir})
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return f, nil
+}
+
+var (
+	msquicStats  = regexp.MustCompile(`t_us=(\d+) STATS cwnd=(\d+) srtt_us=(\d+) min_rtt_us=(\d+)`)
+	msquicTime   = regexp.MustCompile(`t_us=(\d+)`)
+	msquicRemote = regexp.MustCompile(`New Remote IP: ([0-9a-fA-F.:\[\]]+)`)
+)
+
+// readMsquicLog reads msquic's stdout trace: STATS lines polled every 5 ms
+// and connection log lines without a timestamp of their own (they are
+// placed at the last timestamp seen before them).
+func readMsquicLog(data []byte) (*traceFacts, error) {
+	f := &traceFacts{Format: "msquic-log", HasAddrs: true}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var last int64
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, "[mq_server]") {
+			f.Vantage = "server"
+		} else if strings.Contains(line, "[mq_client]") && f.Vantage == "" {
+			f.Vantage = "client"
+		}
+		if m := msquicStats.FindStringSubmatch(line); m != nil {
+			t, _ := strconv.ParseInt(m[1], 10, 64)
+			cw, _ := strconv.ParseInt(m[2], 10, 64)
+			srtt, _ := strconv.ParseInt(m[3], 10, 64)
+			mr, _ := strconv.ParseInt(m[4], 10, 64)
+			last = t
+			f.Samples = append(f.Samples, sample{T: t, Cwnd: cw, SRTT: srtt, Latest: -1, MinRTT: mr})
+			continue
+		}
+		if m := msquicTime.FindStringSubmatch(line); m != nil {
+			last, _ = strconv.ParseInt(m[1], 10, 64)
+		}
+		if m := msquicRemote.FindStringSubmatch(line); m != nil {
+			f.Events = append(f.Events, pathEvent{T: last, Kind: "peer_addr", Addr: m[1]})
+		}
+		if strings.Contains(line, "Set active") {
+			f.Events = append(f.Events, pathEvent{T: last, Kind: "path_active"})
+		}
+	}
+	return f, sc.Err()
+}
+
+// readCSV reads a timeline CSV (time_us,cwnd,bytes_in_flight,smoothed_rtt,
+// min_rtt,latest_rtt, possibly with leading label columns). It logs no
+// path events.
+func readCSV(data []byte) (*traceFacts, error) {
+	f := &traceFacts{Format: "timeline-csv"}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	col := map[string]int{}
+	n := 0
+	for sc.Scan() {
+		n++
+		fields := strings.Split(strings.TrimSpace(sc.Text()), ",")
+		if n == 1 {
+			for i, h := range fields {
+				col[strings.TrimSpace(h)] = i
+			}
+			if _, ok := col["time_us"]; !ok {
+				return nil, fmt.Errorf("line 1: not a timeline CSV (no time_us column)")
+			}
+			if i, ok := col["role"]; ok {
+				_ = i
+			}
+			continue
+		}
+		get := func(name string) int64 {
+			i, ok := col[name]
+			if !ok || i >= len(fields) || fields[i] == "" {
+				return -1
+			}
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				return -1
+			}
+			return int64(math.Round(v))
+		}
+		if i, ok := col["role"]; ok && i < len(fields) && f.Vantage == "" {
+			f.Vantage = fields[i]
+		}
+		f.Samples = append(f.Samples, sample{T: get("time_us"), Cwnd: get("cwnd"), SRTT: get("smoothed_rtt"), Latest: get("latest_rtt"), MinRTT: get("min_rtt")})
+	}
+	return f, sc.Err()
+}

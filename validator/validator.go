@@ -1,0 +1,296 @@
+// Package validator re-derives every claim in data/survey_results.json from
+// primary sources — git objects at the pinned commit and the raw traces —
+// and reports PASS, FAIL or UNVERIFIABLE per claim with the figure it found.
+//
+// Independence is the point: this package imports nothing from audit/,
+// parsers/ or discriminator/. It has its own git reading, its own symbol
+// counting, its own trace readers and its own expression evaluator, so a
+// bug shared with the analysis pipeline cannot produce a false agreement.
+// The survey file is read as raw JSON (gjson), not through the survey model.
+package validator
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/migaudit/migaudit/data/survey"
+	"github.com/tidwall/gjson"
+)
+
+// Status of one check.
+type Status string
+
+const (
+	Pass         Status = "PASS"
+	Fail         Status = "FAIL"
+	Unverifiable Status = "UNVERIFIABLE"
+)
+
+// Result is one check's outcome with the figure found.
+type Result struct {
+	ID     string
+	Status Status
+	Found  string
+}
+
+// Summary counts results.
+type Summary struct {
+	Passed, Failed, Unverifiable int
+}
+
+func (s Summary) String() string {
+	return fmt.Sprintf("%d passed, %d failed, %d unverifiable", s.Passed, s.Failed, s.Unverifiable)
+}
+
+// Options for a validation run.
+type Options struct {
+	// Path is data/survey_results.json.
+	Path string
+	// RepoRoot resolves own-run evidence paths (data/evidence/...).
+	RepoRoot string
+	// Mirrors holds <owner>+<name>/repo bare clones.
+	Mirrors string
+	// Evidence is the reference directory (../shared/reference); reference
+	// claims are UNVERIFIABLE without it.
+	Evidence string
+	// Record writes the counts into the survey file.
+	Record bool
+}
+
+// Validator holds the primary-source caches so that many survey variants
+// (the mutation test) can be checked against one reading of the sources.
+type Validator struct {
+	opts    Options
+	sources *sourceCache
+
+	mu     sync.Mutex
+	sites  map[string][]site
+	serr   map[string]error
+	traces map[string]*traceFacts
+	terr   map[string]error
+}
+
+// New returns a validator over the given sources.
+func New(opts Options) *Validator {
+	return &Validator{opts: opts, sources: newSourceCache(opts.Mirrors),
+		sites: map[string][]site{}, serr: map[string]error{},
+		traces: map[string]*traceFacts{}, terr: map[string]error{}}
+}
+
+// Run validates the survey file, prints one line per check and the summary
+// line, and records the counts in the file when opts.Record is set.
+func Run(opts Options, w io.Writer) (Summary, error) {
+	raw, err := os.ReadFile(opts.Path)
+	if err != nil {
+		return Summary{}, fmt.Errorf("validate: %w", err)
+	}
+	if !gjson.ValidBytes(raw) {
+		return Summary{}, fmt.Errorf("validate: %s is not valid JSON", opts.Path)
+	}
+	v := New(opts)
+	results := v.Check(raw)
+	sum := Print(w, results)
+	if opts.Record {
+		s, err := survey.Read(opts.Path)
+		if err != nil {
+			return sum, fmt.Errorf("record counts: %w", err)
+		}
+		s.Validation = &survey.ValidationRecord{At: time.Now().UTC().Format(time.RFC3339),
+			Passed: sum.Passed, Failed: sum.Failed, Unverifiable: sum.Unverifiable}
+		if err := survey.Write(opts.Path, s); err != nil {
+			return sum, fmt.Errorf("record counts: %w", err)
+		}
+	}
+	return sum, nil
+}
+
+// Print writes the results and the summary line.
+func Print(w io.Writer, results []Result) Summary {
+	var s Summary
+	width := 0
+	for _, r := range results {
+		width = max(width, len(r.ID))
+	}
+	for _, r := range results {
+		fmt.Fprintf(w, "%-12s %-*s  %s\n", r.Status, width, r.ID, r.Found)
+		switch r.Status {
+		case Pass:
+			s.Passed++
+		case Fail:
+			s.Failed++
+		default:
+			s.Unverifiable++
+		}
+	}
+	fmt.Fprintln(w, s.String())
+	return s
+}
+
+// Tally counts results without printing.
+func Tally(results []Result) Summary {
+	var s Summary
+	for _, r := range results {
+		switch r.Status {
+		case Pass:
+			s.Passed++
+		case Fail:
+			s.Failed++
+		default:
+			s.Unverifiable++
+		}
+	}
+	return s
+}
+
+// Check runs every check against raw survey JSON.
+func (v *Validator) Check(raw []byte) []Result {
+	doc := gjson.ParseBytes(raw)
+	var out []Result
+	impls := doc.Get("implementations").Array()
+	for _, im := range impls {
+		name := im.Get("name").String()
+		for _, c := range perImplChecks {
+			st, found := c.fn(v, doc, im)
+			out = append(out, Result{ID: name + "/" + c.name, Status: st, Found: found})
+		}
+		for _, c := range specificChecks[name] {
+			st, found := c.fn(v, doc, im)
+			out = append(out, Result{ID: name + "/" + c.name, Status: st, Found: found})
+		}
+	}
+	for _, c := range crossChecks {
+		st, found := c.fn(v, doc, doc)
+		out = append(out, Result{ID: c.name, Status: st, Found: found})
+	}
+	return out
+}
+
+type check struct {
+	name string
+	fn   func(v *Validator, doc, im gjson.Result) (Status, string)
+}
+
+// verdict accumulates sub-findings: any failure fails the check, any
+// missing source makes it unverifiable, otherwise it passes.
+type verdict struct {
+	fails   []string
+	unver   []string
+	found   []string
+	touched bool
+}
+
+func (d *verdict) fail(format string, a ...any) { d.fails = append(d.fails, fmt.Sprintf(format, a...)) }
+func (d *verdict) unverifiable(format string, a ...any) {
+	d.unver = append(d.unver, fmt.Sprintf(format, a...))
+}
+func (d *verdict) note(format string, a ...any) {
+	d.touched = true
+	d.found = append(d.found, fmt.Sprintf(format, a...))
+}
+
+func (d *verdict) result() (Status, string) {
+	switch {
+	case len(d.fails) > 0:
+		return Fail, strings.Join(d.fails, "; ")
+	case len(d.unver) > 0:
+		msg := strings.Join(d.unver, "; ")
+		if len(d.found) > 0 {
+			msg += " (checked: " + strings.Join(d.found, "; ") + ")"
+		}
+		return Unverifiable, msg
+	case !d.touched:
+		return Unverifiable, "nothing to check"
+	}
+	return Pass, strings.Join(d.found, "; ")
+}
+
+// tree opens the implementation's pinned commit.
+func (v *Validator) tree(im gjson.Result) (*sourceTree, error) {
+	return v.sources.get(im.Get("upstream").String(), im.Get("commit").String())
+}
+
+// symbolSites memoises findSites.
+func (v *Validator) symbolSites(t *sourceTree, symbol, form string) ([]site, error) {
+	key := t.repoDir + "@" + t.commit + "#" + symbol + "#" + form
+	v.mu.Lock()
+	if s, ok := v.sites[key]; ok {
+		v.mu.Unlock()
+		return s, nil
+	}
+	if err, ok := v.serr[key]; ok {
+		v.mu.Unlock()
+		return nil, err
+	}
+	v.mu.Unlock()
+	s, err := findSites(t, symbol, form)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err != nil {
+		v.serr[key] = err
+		return nil, err
+	}
+	v.sites[key] = s
+	return s, nil
+}
+
+// tracePath resolves a repetition's trace: own runs against the repository
+// root, reference evidence against --evidence.
+func (v *Validator) resolve(origin, rel string) (string, error) {
+	if rel == "" {
+		return "", fmt.Errorf("no file named")
+	}
+	if filepath.IsAbs(rel) {
+		return "", fmt.Errorf("%s: evidence paths must be relative", rel)
+	}
+	if origin == survey.Reference {
+		if v.opts.Evidence == "" {
+			return "", fmt.Errorf("%w: reference evidence %s needs --evidence (../shared/reference)", errNoSource, rel)
+		}
+		return filepath.Join(v.opts.Evidence, rel), nil
+	}
+	return filepath.Join(v.opts.RepoRoot, rel), nil
+}
+
+func (v *Validator) trace(path string) (*traceFacts, error) {
+	v.mu.Lock()
+	if f, ok := v.traces[path]; ok {
+		v.mu.Unlock()
+		return f, nil
+	}
+	if err, ok := v.terr[path]; ok {
+		v.mu.Unlock()
+		return nil, err
+	}
+	v.mu.Unlock()
+	var f *traceFacts
+	var err error
+	if _, serr := os.Stat(path); serr != nil {
+		err = fmt.Errorf("%w: %s absent", errNoSource, path)
+	} else {
+		f, err = readTrace(path)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err != nil {
+		v.terr[path] = err
+		return nil, err
+	}
+	v.traces[path] = f
+	return f, nil
+}
+
+// sortedKeys is for stable messages.
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
