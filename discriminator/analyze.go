@@ -17,7 +17,8 @@ const (
 
 // Options configure Analyze.
 type Options struct {
-	// Impl names the implementation; its constants come from data.ConstantsFor.
+	// Impl names the implementation; its constants come from
+	// data.ConstantsFor. Empty: the implementation the trace names.
 	Impl string
 	// MigrationAt is the migration instant for timelines without path
 	// events (CSV timelines: --migration-at 5s). Ignored, with a warning,
@@ -36,8 +37,13 @@ type Options struct {
 // Analyze classifies every window decrease around the migration in tl,
 // attributes the post-migration RTT and answers Q1 and Q3 for this trace.
 func Analyze(tl *timeline.Timeline, opt Options) (Analysis, error) {
+	var notes []string
 	if opt.Impl == "" {
-		return Analysis{}, fmt.Errorf("analyze %s: no implementation given (--impl); its constants decide what a reset looks like", tl.Source)
+		if tl.Meta.Implementation == "" {
+			return Analysis{}, fmt.Errorf("analyze %s: no implementation given (--impl) and the trace does not name one; its constants decide what a reset looks like", tl.Source)
+		}
+		opt.Impl = tl.Meta.Implementation
+		notes = append(notes, fmt.Sprintf("implementation %q taken from the trace", opt.Impl))
 	}
 	params, used := mergeParams(opt.Impl, tl.Meta.Params, opt.Params)
 	cs, err := evalConstants(opt.Impl, params)
@@ -51,6 +57,7 @@ func Analyze(tl *timeline.Timeline, opt Options) (Analysis, error) {
 		Vantage:        tl.Meta.Vantage,
 		PathIDs:        tl.Meta.PathIDs,
 		Constants:      cs.reported,
+		Warnings:       notes,
 	}
 	for _, w := range tl.Warnings {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("parser: record %d at byte %d: %s", w.Record, w.Offset, w.Message))

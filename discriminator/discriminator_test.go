@@ -380,6 +380,11 @@ func TestAnalyzeErrors(t *testing.T) {
 	if _, err := Analyze(newBuilder().build(), Options{}); err == nil || !strings.Contains(err.Error(), "--impl") {
 		t.Errorf("no impl: err = %v", err)
 	}
+	tl := newBuilder().build()
+	tl.Meta.Implementation = "ngtcp2"
+	if a, err := Analyze(tl, Options{}); err != nil || a.Implementation != "ngtcp2" || !strings.Contains(strings.Join(a.Warnings, " "), "taken from the trace") {
+		t.Errorf("impl from the trace: %v %+v", err, a)
+	}
 	if _, err := Analyze(newBuilder().build(), Options{Impl: "nosuch"}); err == nil || !strings.Contains(err.Error(), "unknown implementation") {
 		t.Errorf("unknown impl: err = %v", err)
 	}

@@ -41,7 +41,7 @@ func parseCSV(in *input, h timeline.Handler) error {
 		return fmt.Errorf("parse %s: empty CSV: no header row", in.name)
 	}
 	if err != nil {
-		return csvErr(in, err, 1, 0)
+		return csvErr(in, err, 0)
 	}
 	col := map[string]int{}
 	for i, name := range header {
@@ -124,7 +124,7 @@ func parseCSV(in *input, h timeline.Handler) error {
 					break
 				}
 			}
-			return csvErr(in, err, 0, rowOff)
+			return csvErr(in, err, rowOff)
 		}
 		line, _ := r.FieldPos(0)
 		rows++
@@ -206,7 +206,7 @@ func parseCSV(in *input, h timeline.Handler) error {
 	return nil
 }
 
-func csvErr(in *input, err error, line int, off int64) error {
+func csvErr(in *input, err error, off int64) error {
 	if errors.Is(err, errTruncatedGzip) {
 		return in.readErr(err)
 	}

@@ -36,6 +36,9 @@ func seedSlices(f *testing.F, file, marker string) [][]byte {
 		if i := bytes.IndexByte(b[from:to], '\n'); from > 0 && i >= 0 {
 			from += i + 1
 		}
+		if i := bytes.LastIndexByte(b[from:to], '\n'); to < len(b) && i >= 0 {
+			to = from + i + 1
+		}
 		return append([]byte(nil), b[from:to]...)
 	}
 	out := [][]byte{cut(0, win), cut(len(b)-win, len(b))}

@@ -237,6 +237,7 @@ func parseJSONSeq(in *input, h timeline.Handler, f seqFormat) error {
 			prevTime = t
 		}
 		t -= refTime
+		q.rec, q.off = n, off
 		if err := q.event(roundUS(t*timeScale), nameRes.Str, dataRes, q.pathID(pathRes)); err != nil {
 			return in.errorf(n, off, "%v", err)
 		}

@@ -300,6 +300,7 @@ func (p *picoquicParser) eventList(fields []string, scale float64) error {
 			name = append(name, ':')
 		}
 		name = append(name, evn.Str...)
+		p.q.rec, p.q.off = p.events, off
 		if err := p.q.event(roundUS(t.Float()*scale), bstr(name), data, p.q.pathID(path)); err != nil {
 			return p.in.errorf(p.events, off, "%v", err)
 		}

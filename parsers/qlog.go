@@ -30,6 +30,9 @@ type qlog struct {
 	sawAddr          bool
 	// noPathNote replaces the generic note when metrics had no path id.
 	noPathNote string
+	// rec and off locate the record being handled, for warnings.
+	rec int
+	off int64
 }
 
 func newQlog(h timeline.Handler, format string) *qlog {
@@ -189,8 +192,9 @@ func (q *qlog) integer(name, key string, v gjson.Result) (int64, error) {
 	return roundUS(v.Float()), nil
 }
 
-// maxLostPerRecord bounds the events one loss counter delta produces.
-const maxLostPerRecord = 1 << 16
+// maxLostPerRecord bounds the events one loss counter delta produces, so a
+// corrupt counter cannot turn a few bytes into millions of events.
+const maxLostPerRecord = 1024
 
 func (q *qlog) metrics(t int64, name string, data gjson.Result, path string) error {
 	var r timeline.Sample
@@ -243,6 +247,7 @@ func (q *qlog) metrics(t int64, name string, data gjson.Result, path string) err
 		n := lost
 		if n > maxLostPerRecord {
 			n = maxLostPerRecord
+			q.h.Warn(warning(q.rec, q.off, fmt.Sprintf("cf_lost_packets.delta %d: only %d loss events emitted", lost, n)))
 		}
 		for i := int64(0); i < n; i++ {
 			q.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PacketLost, PathID: path, PacketNumber: -1,

@@ -611,8 +611,15 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 		if newPath == 0 {
 			newPath = rep.Get("rtt.new_path_us").Int()
 		}
-		if pvs := pathValidationRTTs(f); newPath > 0 && len(pvs) > 0 && !roughly(newPath, pvs[0], 0.25) {
-			d.fail("%s: new-path RTT %d µs, the path-validation round trip took %d µs", id, newPath, pvs[0])
+		pvs := pathValidationRTTs(f)
+		badNew := false
+		for _, field := range []string{"new_path_rtt_us", "rtt.new_path_us"} {
+			if nv := rep.Get(field).Int(); nv > 0 && len(pvs) > 0 && !roughly(nv, pvs[0], 0.25) {
+				d.fail("%s: %s %d µs, the path-validation round trip took %d µs", id, field, nv, pvs[0])
+				badNew = true
+			}
+		}
+		if badNew {
 			continue
 		}
 		want := attributionOf(first, lastBefore, newPath, defRTT)

@@ -316,13 +316,27 @@ var msquicConstants = &audit.Rule{
 		}
 		n, nDef, okN := expandMacro(set, "QUIC_INITIAL_WINDOW_PACKETS")
 		if initA != nil && okN && payload != "" {
-			f, err := p.Constant(audit.ConstInitialWindow, n+"*"+payload, params, "InitialWindowPackets x DatagramPayloadLength (IPv4; MTU = send_mtu, default QUIC_DPLPMTUD_DEFAULT_MIN_MTU)",
+			f, err := p.Constant(audit.ConstInitialWindow, n+"*"+payload, params, "InitialWindowPackets x DatagramPayloadLength (IPv4; MTU = path MTU, default MinimumMtu QUIC_DPLPMTUD_DEFAULT_MIN_MTU)",
 				fmt.Sprintf("%s = %s; DatagramPayloadLength = MTU - IPv4 - UDP; default MTU %s = %s", initA.LHS, initA.RHS, mtuDef.Name, mtu), initA.Pos,
 				p.Evidence(nDef.Pos, "constant", "packets default"), p.Evidence(mtuDef.Pos, "constant", "default minimum MTU"))
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, f)
+			// MinimumMtu may be configured down to QUIC_DPLPMTUD_MIN_MTU (the
+			// settings clamp); a path at that floor resets to this value.
+			if floor, floorDef, ok := expandMacro(set, "QUIC_DPLPMTUD_MIN_MTU"); ok {
+				fm, err := p.Constant(audit.ConstInitialWindow, floor, nil, "", "", floorDef.Pos)
+				if err != nil {
+					return nil, err
+				}
+				f, err := p.Constant(audit.ConstInitialWindow, n+"*"+payload, map[string]float64{"MTU": fm.Constant.Value}, "InitialWindowPackets x DatagramPayloadLength (IPv4; MTU at the MinimumMtu floor QUIC_DPLPMTUD_MIN_MTU)",
+					fmt.Sprintf("same assignment with MTU at the configurable floor %s = %s", floorDef.Name, floor), initA.Pos, p.Evidence(floorDef.Pos, "constant", "MinimumMtu floor"))
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, f)
+			}
 		} else {
 			out = append(out, p.Absent("CUBIC initial window or its defaults"))
 		}

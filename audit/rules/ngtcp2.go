@@ -358,7 +358,7 @@ var ngtcp2Constants = &audit.Rule{
 		for _, fl := range set {
 			for _, a := range fl.Assigns(lossFn) {
 				r := strings.ReplaceAll(a.RHS, " ", "")
-				if !floorDone && a.LHS == "cstat->ssthresh" && strings.Contains(r, "2*cstat->max_tx_udp_payload_size") {
+				if !floorDone && (a.LHS == "cstat->ssthresh" || a.LHS == "min_cwnd") && strings.Contains(r, "2*cstat->max_tx_udp_payload_size") {
 					f, err := p.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": S}, "2 x max_tx_udp_payload_size", a.LHS+" = "+a.RHS+" in "+a.Func, a.Pos)
 					if err != nil {
 						return nil, err

@@ -101,8 +101,34 @@ func (x *n9) fnIn(path, name, owner string) (syntax.Def, *syntax.File, bool) {
 			return d, f, true
 		}
 	}
+	if f := x.file(path); f != nil && (f.Lang == syntax.C || f.Lang == syntax.Cpp) {
+		if d, ok := n9CFuncByText(f, name); ok {
+			return d, f, true
+		}
+	}
 	x.missing = append(x.missing, fmt.Sprintf("function %s in %s", name, path))
 	return syntax.Def{}, nil, false
+}
+
+// n9CFuncByText is the fallback for a C function the grammar could not
+// delimit (tree-sitter error recovery around preprocessor conditionals inside
+// a body): the definition line is "name (" at column 0 after its return type
+// line, the body ends at the first "}" at column 0. Calls and assignments
+// inside it are still indexed, so the range-based queries work on it.
+func n9CFuncByText(f *syntax.File, name string) (syntax.Def, bool) {
+	n := strings.Count(string(f.Src), "\n") + 1
+	for l := 1; l <= n; l++ {
+		line := f.Line(l)
+		if !strings.HasPrefix(line, name+" (") && !strings.HasPrefix(line, name+"(") {
+			continue
+		}
+		for e := l + 1; e <= n; e++ {
+			if f.Line(e) == "}" {
+				return syntax.Def{Pos: syntax.Pos{Path: f.Path, Line: l, EndLine: e}, Name: name, Kind: syntax.DefFunction}, true
+			}
+		}
+	}
+	return syntax.Def{}, false
 }
 
 // def finds a constant / macro / static definition named name.
@@ -385,9 +411,9 @@ func n9Combine(mig, obs audit.Answer) audit.Answer {
 	switch {
 	case mig == obs:
 		return mig
-	case mig == audit.NotSupported:
+	case mig == audit.NotSupported || mig == audit.NA:
 		return obs
-	case obs == audit.NotSupported:
+	case obs == audit.NotSupported || obs == audit.NA:
 		return mig
 	case n9Compliant(mig) != n9Compliant(obs):
 		return audit.Asymmetric
@@ -598,7 +624,7 @@ func n9Translate(src string, resolve func(string) (string, error)) (string, erro
 		return "", err
 	}
 	p := &n9Parser{toks: toks, resolve: resolve}
-	out, err := p.expr()
+	out, err := p.ternary()
 	if err != nil {
 		return "", err
 	}
@@ -647,7 +673,7 @@ func n9Lex(s string) ([]n9Tok, error) {
 		case strings.HasPrefix(s[i:], "::") || strings.HasPrefix(s[i:], "->"):
 			out = append(out, n9Tok{'o', s[i : i+2]})
 			i += 2
-		case strings.ContainsRune("+-*/(),.&<>[]", rune(c)):
+		case strings.ContainsRune("+-*/(),.&<>[]?:", rune(c)):
 			out = append(out, n9Tok{'o', string(c)})
 			i++
 		default:
@@ -705,6 +731,42 @@ func (p *n9Parser) eat(t string) bool {
 		return true
 	}
 	return false
+}
+
+// ternary handles `a < b ? a : b` (min) and `a > b ? a : b` (max), the
+// constexpr spelling of min/max in C and C++ headers.
+func (p *n9Parser) ternary() (string, error) {
+	a, err := p.expr()
+	if err != nil || !(p.peek("<") || p.peek(">")) {
+		return a, err
+	}
+	op := p.toks[p.i].text
+	p.i++
+	b, err := p.expr()
+	if err != nil {
+		return "", err
+	}
+	if !p.eat("?") {
+		return "", fmt.Errorf("comparison outside a conditional expression")
+	}
+	x, err := p.expr()
+	if err != nil {
+		return "", err
+	}
+	if !p.eat(":") {
+		return "", fmt.Errorf("missing : in conditional expression")
+	}
+	y, err := p.expr()
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case x == a && y == b && op == "<", x == b && y == a && op == ">":
+		return fmt.Sprintf("min(%s, %s)", a, b), nil
+	case x == a && y == b && op == ">", x == b && y == a && op == "<":
+		return fmt.Sprintf("max(%s, %s)", a, b), nil
+	}
+	return "", fmt.Errorf("conditional expression is not a min or max")
 }
 
 func (p *n9Parser) expr() (string, error) {
@@ -895,7 +957,7 @@ func (p *n9Parser) primary() (expr string, isName bool, name string, err error) 
 		return t.text, false, "", nil
 	case t.text == "(":
 		p.i++
-		x, err := p.expr()
+		x, err := p.ternary()
 		if err != nil {
 			return "", false, "", err
 		}
@@ -1142,4 +1204,45 @@ func n9Dedupe(evs []audit.Evidence) []audit.Evidence {
 		}
 	}
 	return out
+}
+
+// n9OpenCpp is n9Open with .h files parsed as C++.
+func n9OpenCpp(p *audit.Pass, patterns ...string) (*n9, error) {
+	paths, err := p.Src.Files(patterns...)
+	if err != nil {
+		return nil, err
+	}
+	var set audit.Set
+	for _, path := range paths {
+		lang := syntax.LangOf(path)
+		if lang == "" || n9IsTest(path) {
+			continue
+		}
+		if lang == syntax.C {
+			lang = syntax.Cpp
+		}
+		f, err := p.FileAs(path, lang)
+		if err != nil {
+			return nil, err
+		}
+		set = append(set, f)
+	}
+	return &n9{p: p, set: set}, nil
+}
+
+// braceDefault reads a C++ member default `name{value}` from path.
+func (x *n9) braceDefault(path, name string) (string, syntax.Pos, bool) {
+	pos, ok := x.lineWith(path, 1, " "+name+"{")
+	if !ok {
+		x.missing = append(x.missing, "member default "+name+" in "+path)
+		return "", pos, false
+	}
+	b, _ := x.p.Src.ReadFile(path)
+	line := strings.Split(string(b), "\n")[pos.Line-1]
+	i := strings.Index(line, name+"{") + len(name) + 1
+	j := strings.LastIndex(line, "}")
+	if j < i {
+		return "", pos, false
+	}
+	return line[i:j], pos, true
 }

@@ -161,8 +161,8 @@ var quichePerPath = &audit.Rule{
 		f.Counts["path_new_call_sites"] = len(creations)
 		f.Counts["on_path_change_calls"] = len(switches)
 		if len(init) > 0 && len(creations) > 0 {
-			f.Mechanism = fmt.Sprintf("per-path state: Path::new builds a fresh Recovery (%s creates paths); nothing is reset, a new path is born at the initial window",
-				plural(len(creations), "call site"))
+			f.Mechanism = fmt.Sprintf("per-path state: Path::new builds a fresh Recovery (Path::new called at %s); nothing is reset, a new path is born at the initial window",
+				plural(len(creations), "site"))
 		} else {
 			f.Answer = audit.Unknown
 			f.Mechanism = fmt.Sprintf("Recovery init in Path::new %d, Path::new call sites %d", len(init), len(creations))
@@ -207,8 +207,8 @@ var quicheQ2 = &audit.Rule{
 		f := p.Finding(audit.No, "")
 		f.Role = "both"
 		f.Evidence = append(f.Evidence, p.Evidence(h.Pos, "definition", "PATH_RESPONSE handler"))
-		for _, d := range set.Defs("DEFAULT_INITIAL_RTT") {
-			if d.Kind == syntax.DefConst {
+		for _, d := range append(set.Defs("DEFAULT_INITIAL_RTT"), set.Defs("INITIAL_RTT")...) {
+			if d.Kind == syntax.DefConst && !d.Test {
 				f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "constant", "seed of every new Recovery"))
 			}
 		}
@@ -282,8 +282,8 @@ var quicheConstants = &audit.Rule{
 		N, nDef, nOK := constOf("DEFAULT_INITIAL_CONGESTION_WINDOW_PACKETS")
 		var initA *syntax.Assign
 		for _, fl := range set {
-			for _, a := range fl.Assigns("from_config") {
-				if a.Target == "initial_congestion_window" && strings.Contains(a.RHS, "initial_congestion_window_packets") {
+			for _, a := range fl.Assigns("") { // Congestion::from_config (0.24+), Recovery::new_with_config (0.18)
+				if !a.Test && a.Target == "initial_congestion_window" && strings.Contains(a.RHS, "initial_congestion_window_packets") {
 					aa := a
 					initA = &aa
 				}
@@ -331,10 +331,10 @@ var quicheConstants = &audit.Rule{
 			f.Constant.Alternative = !strings.EqualFold(algo, "reno")
 			out = append(out, f)
 		}
-		for _, d := range liveDefs(set.Defs("DEFAULT_INITIAL_RTT")) {
-			if d.Kind == syntax.DefConst {
+		for _, d := range append(liveDefs(set.Defs("DEFAULT_INITIAL_RTT")), liveDefs(set.Defs("INITIAL_RTT"))...) {
+			if d.Kind == syntax.DefConst && strings.Contains(d.Value, "Duration::") {
 				expr := rustDurationMicros(d.Value)
-				f, err := p.Constant(audit.ConstDefaultRTT, expr, nil, "DEFAULT_INITIAL_RTT (µs)", "DEFAULT_INITIAL_RTT = "+d.Value, d.Pos)
+				f, err := p.Constant(audit.ConstDefaultRTT, expr, nil, d.Name+" (µs)", d.Name+" = "+d.Value, d.Pos)
 				if err != nil {
 					return nil, err
 				}

@@ -22,7 +22,7 @@ func newAnalyzeCmd() *cobra.Command {
 		params      []string
 	)
 	cmd := &cobra.Command{
-		Use:   "analyze --impl NAME TRACE [TRACE...]",
+		Use:   "analyze [--impl NAME] TRACE [TRACE...]",
 		Short: "Classify every congestion-window decrease around a migration and attribute the RTT",
 		Long: `analyze reads traces (qlog of picoquic, ngtcp2, quic-go or quiche; msquic's trace log;
 a timeline CSV; gzip is transparent), finds the migration in each (address change or
@@ -54,7 +54,7 @@ otherwise the answer is "no migration found".`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Analysis.Impl, "impl", "", "implementation that produced the traces (its constants come from data/)")
+	f.StringVar(&o.Analysis.Impl, "impl", "", "implementation that produced the traces (its constants come from data/); default: the one the trace names")
 	f.StringVar(&o.Format, "format", "table", "output: "+strings.Join(render.Formats(), ", "))
 	f.StringVar(&o.Parse.Format, "trace-format", "", "trace format (default: detected): "+strings.Join(parsers.Formats(), ", "))
 	f.DurationVar(&migrationAt, "migration-at", 0, "migration instant for timelines without path events, from the trace's reference (e.g. 5.53s)")
@@ -63,7 +63,6 @@ otherwise the answer is "no migration found".`,
 	f.DurationVar(&o.Analysis.After, "after", discriminator.DefaultAfter, "scope end after path validation")
 	f.DurationVar(&o.Analysis.NewPathRTT, "new-path-rtt", 0, "new path's RTT when known (default: the path-validation round trip)")
 	f.DurationVar(&o.Analysis.OldPathRTT, "old-path-rtt", 0, "old path's RTT when known (default: the last smoothed RTT before migration)")
-	_ = cmd.MarkFlagRequired("impl")
 	return cmd
 }
 

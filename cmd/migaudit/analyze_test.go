@@ -44,7 +44,7 @@ func TestAnalyzeCommand(t *testing.T) {
 		{"csv", []string{"--impl", "msquic", "--migration-at", "5.53s", "--format", "csv", csvPath}, "", "trace,implementation"},
 		{"no --migration-at: no migration found", []string{"--impl", "msquic", csvPath}, "", "no migration found"},
 		{"--param overrides S", []string{"--impl", "msquic", "--param", "S=1200", "--migration-at", "5.53s", "--format", "json", csvPath}, "", `"arithmetic": "10*1200 = 12000"`},
-		{"missing --impl", []string{csvPath}, `"impl" not set`, ""},
+		{"no --impl and the trace names none", []string{csvPath}, "--impl", ""},
 		{"bad --param", []string{"--impl", "msquic", "--param", "S", csvPath}, "NAME=VALUE", ""},
 		{"unknown output format", []string{"--impl", "msquic", "--format", "xml", csvPath}, "unknown output format", ""},
 		{"unknown trace format", []string{"--impl", "msquic", "--trace-format", "pcap", csvPath}, "--trace-format", ""},

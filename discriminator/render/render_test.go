@@ -46,7 +46,7 @@ func analyses(t *testing.T) []discriminator.Analysis {
 		// Constants' provenance changes when the audit lands; the golden
 		// files test rendering, not the data.
 		for i := range a.Constants {
-			a.Constants[i].Provenance = "provenance"
+			a.Constants[i].Provenance, a.Constants[i].Label = "provenance", ""
 		}
 		a.Warnings = nil
 		out = append(out, a)

@@ -200,6 +200,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	handshook := make(chan struct{})
 	var hsOnce sync.Once
 	var lastOff int64
+	var ignored int // packets the client dropped as arriving on a path it no longer uses
 	cliArgs := []string{"--qlog-dir=" + filepath.Join(env.Dir, "qlog-client"), "--cc=" + cc,
 		"--change-local-addr=" + strconv.FormatInt(env.MigrateAt.Milliseconds(), 10) + "ms",
 		"--no-quic-dump", "--no-http-dump", "--exit-on-all-streams-close",
@@ -224,6 +225,12 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 			if m := reLocal.FindStringSubmatch(line); m != nil {
 				mu.Lock()
 				res.Moves = append(res.Moves, run.AddrChange{At: time.Now(), To: m[1], Evidence: "gtlsclient: " + line})
+				mu.Unlock()
+				return
+			}
+			if strings.HasSuffix(line, "con ignore packet from unknown path") {
+				mu.Lock()
+				ignored++
 				mu.Unlock()
 				return
 			}
@@ -298,6 +305,12 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	// The server kill is the harness's doing, not a failure.
 	res.Processes[0].Killed = true
 
+	if ignored > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("client logged %d × \"con ignore packet from unknown path\": after the change it drops what still arrives at its old address", ignored))
+		if env.Scenario == run.NATRebind {
+			res.Notes = append(res.Notes, "nat-rebind in a download: ngtcp2 0.12.1's example client (--nat-rebinding) switches its local address without sending anything; as a pure receiver it only sends in response to packets it accepts, and it now ignores every packet arriving at the old address, so unless an ACK is still pending nothing leaves the new address and the server never sees the rebinding")
+		}
+	}
 	got := int64(-1)
 	dlFile := filepath.Join(dl, strconv.FormatInt(size, 10))
 	if st, err := os.Stat(dlFile); err == nil {

@@ -28,6 +28,9 @@ type ClientOptions struct {
 	Qlog           string
 	ProgressEvery  time.Duration
 	Timeout        time.Duration // whole download
+	// ReadRate, when positive, limits how fast the client reads (bytes/s);
+	// flow control then slows the server. For loopback tests only.
+	ReadRate int64
 }
 
 // RunClient dials the server from LocalA, asks for Size bytes, migrates as
@@ -95,9 +98,18 @@ func RunClient(ctx context.Context, o ClientOptions, stdout io.Writer) error {
 	readErr := make(chan error, 1)
 	go func() {
 		buf := make([]byte, 256<<10)
+		if o.ReadRate > 0 {
+			buf = buf[:min(int64(len(buf)), max(o.ReadRate/100, 1))]
+		}
+		t0 := time.Now()
 		for {
 			n, err := str.Read(buf)
-			got.Add(int64(n))
+			total := got.Add(int64(n))
+			if o.ReadRate > 0 {
+				if ahead := time.Duration(float64(total)/float64(o.ReadRate)*float64(time.Second)) - time.Since(t0); ahead > 0 {
+					time.Sleep(ahead)
+				}
+			}
 			if errors.Is(err, io.EOF) {
 				readErr <- nil
 				return

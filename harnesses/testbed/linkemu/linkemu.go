@@ -28,6 +28,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -96,11 +97,33 @@ type Link struct {
 	cpu                          atomic.Int64
 }
 
-// Now is the emulator's clock, CLOCK_MONOTONIC in nanoseconds.
-func Now() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
+var epoch = time.Now()
+
+// Now is the emulator's clock: monotonic nanoseconds (Go's vDSO clock, no
+// system call).
+func Now() int64 { return int64(time.Since(epoch)) }
+
+// The emulator thread makes its system calls raw, bypassing the Go
+// runtime's syscall entry and exit: on the way out of a blocking call the
+// runtime may have to reacquire a P under the scheduler lock, and on a
+// loaded machine a descheduled normal-priority lock holder stalled the
+// SCHED_FIFO thread for tens of milliseconds. The goroutine keeps its P
+// for its whole life instead (GOMAXPROCS is raised to allow for that).
+
+func rawPpoll(fds []unix.PollFd, timeout *unix.Timespec) (int, unix.Errno) {
+	n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)),
+		uintptr(unsafe.Pointer(timeout)), 0, 0, 0)
+	return int(n), e
+}
+
+func rawRead(fd int, b []byte) (int, unix.Errno) {
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	return int(n), e
+}
+
+func rawWrite(fd int, b []byte) (int, unix.Errno) {
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	return int(n), e
 }
 
 // Start moves packets read from the nonblocking packet descriptor inFD
@@ -238,10 +261,7 @@ func (l *Link) run() {
 	prioritise()
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	defer func() {
-		var ru unix.Rusage
-		if unix.Getrusage(unix.RUSAGE_THREAD, &ru) == nil {
-			l.cpu.Store(ru.Utime.Nano() + ru.Stime.Nano())
-		}
+		l.cpu.Store(threadCPU())
 		unix.Close(l.stopFD)
 	}()
 
@@ -275,7 +295,10 @@ func (l *Link) run() {
 			ts = unix.NsecToTimespec(wait)
 			timeout, timed = &ts, wait > 0
 		}
-		if _, err := unix.Ppoll(fds, timeout, nil); err != nil && err != unix.EINTR {
+		if _, e := rawPpoll(fds, timeout); e != 0 {
+			if e == unix.EINTR {
+				continue // e.g. the runtime's preemption signal
+			}
 			return
 		}
 		if fds[1].Revents != 0 {
@@ -285,10 +308,10 @@ func (l *Link) run() {
 		if fds[0].Revents != 0 {
 			for {
 				buf := getBuf()
-				m, err := unix.Read(l.inFD, buf[:])
-				if err != nil || m <= 0 {
+				m, e := rawRead(l.inFD, buf[:])
+				if e != 0 || m <= 0 {
 					free = append(free, buf)
-					if err == unix.EBADF {
+					if e == unix.EBADF {
 						return
 					}
 					break // EAGAIN, or EIO while a device goes down
@@ -333,7 +356,7 @@ func (l *Link) run() {
 			if late > l.maxLate.Load() {
 				l.maxLate.Store(late)
 			}
-			if _, err := unix.Write(l.outFD, p.buf[:p.n]); err == nil {
+			if _, e := rawWrite(l.outFD, p.buf[:p.n]); e == 0 {
 				l.pkts.Add(1)
 				l.bytes.Add(uint64(p.n))
 			} else {
@@ -344,12 +367,18 @@ func (l *Link) run() {
 		}
 		if c := l.pkts.Load(); c-uint64(lastCPU) >= 1024 {
 			lastCPU = int64(c)
-			var ru unix.Rusage
-			if unix.Getrusage(unix.RUSAGE_THREAD, &ru) == nil {
-				l.cpu.Store(ru.Utime.Nano() + ru.Stime.Nano())
-			}
+			l.cpu.Store(threadCPU())
 		}
 	}
+}
+
+// threadCPU is the calling thread's CPU time (user + system), ns.
+func threadCPU() int64 {
+	var ru unix.Rusage
+	if _, _, e := unix.RawSyscall(unix.SYS_GETRUSAGE, uintptr(unix.RUSAGE_THREAD), uintptr(unsafe.Pointer(&ru)), 0); e != 0 {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 func abs(x int64) int64 {

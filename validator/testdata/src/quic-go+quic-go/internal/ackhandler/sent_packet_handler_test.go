@@ -1,0 +1,3 @@
+package ackhandler
+
+func testIt() { h.MigratedPath(1, 2) }

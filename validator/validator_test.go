@@ -1,0 +1,314 @@
+package validator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// fixture is a validator world built from testdata: one small git
+// repository per implementation (synthetic sources, committed in the test)
+// and the hand-made survey with the commits filled in.
+type fixture struct {
+	mirrors, evidence, root string
+	raw                     []byte
+}
+
+func buildFixture(t *testing.T) *fixture {
+	t.Helper()
+	mirrors := t.TempDir()
+	commits := map[string]string{}
+	src := filepath.Join("testdata", "src")
+	dirs, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		repoDir := filepath.Join(mirrors, d.Name(), "repo")
+		repo, err := git.PlainInit(repoDir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wt, _ := repo.Worktree()
+		base := filepath.Join(src, d.Name())
+		err = filepath.Walk(base, func(p string, info os.FileInfo, err error) error {
+			if err != nil || info.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(base, p)
+			b, _ := os.ReadFile(p)
+			dst := filepath.Join(repoDir, rel)
+			os.MkdirAll(filepath.Dir(dst), 0o755)
+			if err := os.WriteFile(dst, b, 0o644); err != nil {
+				return err
+			}
+			_, err = wt.Add(filepath.ToSlash(rel))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig := &object.Signature{Name: "fixture", Email: "f@example.invalid", When: time.Unix(1700000000, 0)}
+		h, err := wt.Commit("fixture", &git.CommitOptions{Author: sig, Committer: sig})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.SplitN(d.Name(), "+", 2)[1]
+		commits[name] = h.String()
+	}
+	raw, err := os.ReadFile(filepath.Join("testdata", "survey.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = regexp.MustCompile(`@COMMIT\(([a-z0-9-]+)\)@`).ReplaceAllFunc(raw, func(m []byte) []byte {
+		name := string(m[len("@COMMIT(") : len(m)-2])
+		return []byte(commits[name])
+	})
+	return &fixture{mirrors: mirrors, evidence: filepath.Join("testdata", "reference"), root: ".", raw: raw}
+}
+
+func (f *fixture) validator() *Validator {
+	return New(Options{Mirrors: f.mirrors, Evidence: f.evidence, RepoRoot: f.root})
+}
+
+func failures(rs []Result) []string {
+	var out []string
+	for _, r := range rs {
+		if r.Status == Fail {
+			out = append(out, r.ID+": "+r.Found)
+		}
+	}
+	return out
+}
+
+func TestFixturePasses(t *testing.T) {
+	f := buildFixture(t)
+	rs := f.validator().Check(f.raw)
+	// The quic-go traces log no addresses and its fixture runs keep no
+	// client log: the IP change is honestly unverifiable from them.
+	allowed := map[string]Status{"quic-go/ip-change": Unverifiable}
+	for _, r := range rs {
+		want := Pass
+		if s, ok := allowed[r.ID]; ok {
+			want = s
+		}
+		if r.Status != want {
+			t.Errorf("%s %s: %s", r.Status, r.ID, r.Found)
+		}
+	}
+	if len(rs) < 30 {
+		t.Errorf("only %d checks", len(rs))
+	}
+}
+
+// setJSON rewrites one value of the survey by a path of keys and indexes.
+func setJSON(t *testing.T, raw []byte, value any, path ...any) []byte {
+	t.Helper()
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	cur := doc
+	for i, k := range path {
+		last := i == len(path)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			if last {
+				c[k.(string)] = value
+			} else {
+				cur = c[k.(string)]
+			}
+		case []any:
+			if last {
+				c[k.(int)] = value
+			} else {
+				cur = c[k.(int)]
+			}
+		default:
+			t.Fatalf("path %v: %T at %d", path, cur, i)
+		}
+	}
+	out, _ := json.Marshal(doc)
+	return out
+}
+
+func implIndex(t *testing.T, raw []byte, name string) int {
+	var s struct {
+		Implementations []struct{ Name string } `json:"implementations"`
+	}
+	json.Unmarshal(raw, &s)
+	for i, im := range s.Implementations {
+		if im.Name == name {
+			return i
+		}
+	}
+	t.Fatalf("no %s in fixture", name)
+	return -1
+}
+
+// The faults the study's own validator exists to catch.
+func TestPlantedFaultsFail(t *testing.T) {
+	f := buildFixture(t)
+	v := f.validator()
+	qg, ng, pq := implIndex(t, f.raw, "quic-go"), implIndex(t, f.raw, "ngtcp2"), implIndex(t, f.raw, "picoquic")
+	tests := []struct {
+		name  string
+		raw   []byte
+		check string
+	}{
+		{"quic-go reset window 40,961", setJSON(t, f.raw, 40961, "implementations", qg, "live", "repetitions", 0, "window_after_bytes"), "quic-go/window"},
+		{"quic-go reset event 40,961", setJSON(t, f.raw, 40961, "implementations", qg, "live", "repetitions", 0, "events", 1, "value_bytes"), "quic-go/window"},
+		{"ngtcp2 call-site count 5", setJSON(t, f.raw, 5, "implementations", ng, "reachability", "call_sites"), "ngtcp2/reachability"},
+		{"picoquic repetition port-only", setJSON(t, f.raw, "port-only", "implementations", pq, "live", "repetitions", 0, "migration", "kind"), "picoquic/ip-change"},
+		{"picoquic Q1 YES against its evidence", setJSON(t, f.raw, "YES", "implementations", pq, "answers", 0, "answer"), "picoquic/answers"},
+		{"whole-trace scope", setJSON(t, f.raw, 0, "implementations", qg, "live", "repetitions", 0, "scope_from_us"), "quic-go/window"},
+		{"dead hook hidden", setJSON(t, f.raw, []any{}, "cross_cutting", "F1", "implementations"), "F1/dead-hooks"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, r := range v.Check(tc.raw) {
+				if r.ID == tc.check {
+					if r.Status != Fail {
+						t.Fatalf("%s: %s %s", r.ID, r.Status, r.Found)
+					}
+					t.Logf("caught: %s", r.Found)
+					return
+				}
+			}
+			t.Fatalf("no check %s", tc.check)
+		})
+	}
+}
+
+func TestNoSourceIsUnverifiableNotPass(t *testing.T) {
+	f := buildFixture(t)
+	v := New(Options{Mirrors: "", Evidence: "", RepoRoot: f.root})
+	for _, r := range v.Check(f.raw) {
+		sourceClaim := strings.HasSuffix(r.ID, "/evidence-positions") || strings.HasSuffix(r.ID, "/reachability") || strings.HasSuffix(r.ID, "/rtt-reset-formula")
+		refClaim := strings.HasPrefix(r.ID, "picoquic/") && (strings.HasSuffix(r.ID, "/window") || strings.HasSuffix(r.ID, "/ip-change") || strings.HasSuffix(r.ID, "/repetitions"))
+		if (sourceClaim || refClaim || strings.HasPrefix(r.ID, "F1")) && r.Status != Unverifiable {
+			t.Errorf("%s without its source: %s %s", r.ID, r.Status, r.Found)
+		}
+	}
+}
+
+// mutant is one perturbed survey.
+type mutant struct {
+	where string
+	raw   []byte
+}
+
+// mutants perturbs every numeric value (×2+1), every answer (to another
+// category) and every evidence path, one at a time. The validator's own
+// output record ("validation") and the schema version are not claims.
+func mutants(raw []byte) []mutant {
+	var doc any
+	json.Unmarshal(raw, &doc)
+	var out []mutant
+	answerKeys := map[string]bool{"answer": true, "source_answer": true, "live_answer": true, "q1": true, "q3": true}
+	var walk func(v any, path string, set func(any))
+	walk = func(v any, path string, set func(any)) {
+		switch c := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(c))
+			for k := range c {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if k == "validation" || k == "schema_version" {
+					continue
+				}
+				k := k
+				walk(c[k], path+"/"+k, func(n any) { c[k] = n })
+			}
+		case []any:
+			for i := range c {
+				i := i
+				walk(c[i], fmt.Sprintf("%s/%d", path, i), func(n any) { c[i] = n })
+			}
+		case float64:
+			set(c*2 + 1)
+			b, _ := json.Marshal(doc)
+			out = append(out, mutant{path, b})
+			set(c)
+		case string:
+			key := path[strings.LastIndex(path, "/")+1:]
+			var repl string
+			switch {
+			case answerKeys[key] || strings.HasSuffix(path, "/answer"):
+				repl = "YES"
+				if c == "YES" {
+					repl = "NO"
+				}
+			case key == "path" && (strings.Contains(path, "/evidence/") || strings.Contains(path, "/calls/") || strings.Contains(path, "/handler_sites/") || strings.HasSuffix(path, "/source/path")):
+				repl = c + ".moved"
+			default:
+				return
+			}
+			set(repl)
+			b, _ := json.Marshal(doc)
+			out = append(out, mutant{path, b})
+			set(c)
+		}
+	}
+	walk(doc, "", func(any) {})
+	return out
+}
+
+func mutationScore(t *testing.T, v *Validator, raw []byte) (killed int, survivors []string, total int) {
+	ms := mutants(raw)
+	for _, m := range ms {
+		if len(failures(v.Check(m.raw))) > 0 {
+			killed++
+		} else {
+			survivors = append(survivors, m.where)
+		}
+	}
+	return killed, survivors, len(ms)
+}
+
+func TestMutationScoreFixture(t *testing.T) {
+	f := buildFixture(t)
+	v := f.validator()
+	if fs := failures(v.Check(f.raw)); len(fs) > 0 {
+		t.Fatalf("fixture fails before mutation: %v", fs)
+	}
+	killed, survivors, total := mutationScore(t, v, f.raw)
+	t.Logf("mutation score %d/%d", killed, total)
+	for _, s := range survivors {
+		t.Errorf("surviving mutant (a claim nobody checks): %s", s)
+	}
+	if total < 100 {
+		t.Errorf("only %d mutants: the fixture is too small to mean anything", total)
+	}
+}
+
+// The validator must not share code with the pipeline it checks.
+func TestImportGraphIsIndependent(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/migaudit/migaudit/validator").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, banned := range []string{"/audit", "/parsers", "/discriminator"} {
+			if strings.HasPrefix(dep, "github.com/migaudit/migaudit"+banned) {
+				t.Errorf("validator depends on %s", dep)
+			}
+		}
+	}
+	if !bytes.Contains(out, []byte("github.com/tidwall/gjson")) {
+		t.Error("expected the validator's own trace reading through gjson")
+	}
+}
