@@ -182,10 +182,10 @@ func printTable(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(w, "%s  %s @ %s (%s)  %d findings in %s\n", r.Impl, r.Upstream, r.Commit, pin, len(r.Findings), r.Elapsed)
 	t := tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off), // before WithHeader, which formats at once
 		tablewriter.WithHeader([]string{"Q", "Answer", "Rule", "Mechanism / value", "Counts", "Evidence"}),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithRowAutoWrap(tw.WrapNormal),
-		tablewriter.WithWidths(tw.CellWidth{PerColumn: tw.NewMapper[int, int]().Set(0, 14).Set(1, 10).Set(2, 22).Set(3, 64).Set(4, 30).Set(5, 48)}),
+		tablewriter.WithWidths(tw.CellWidth{PerColumn: tw.NewMapper[int, int]().Set(0, 16).Set(1, 10).Set(2, 26).Set(3, 64).Set(4, 36).Set(5, 48)}),
 	)
 	for _, f := range r.Findings {
 		mech := f.Mechanism
@@ -206,7 +206,18 @@ func printTable(w io.Writer, r *Report) error {
 			}
 			ev = append(ev, fmt.Sprintf("%s:%d %s", e.Path, e.Line, e.Kind))
 		}
-		if err := t.Append([]string{string(f.Question), string(f.Answer), strings.TrimPrefix(f.Rule, r.Impl+"/"), mech, countsString(f.Counts), strings.Join(ev, "\n")}); err != nil {
+		answer := string(f.Answer)
+		if f.Constant != nil {
+			switch {
+			case f.Constant.Alternative:
+				answer = "(context)"
+			case f.Constant.Provenance != "":
+				answer = "CARRIED"
+			default:
+				answer = "value"
+			}
+		}
+		if err := t.Append([]string{string(f.Question), answer, strings.TrimPrefix(f.Rule, r.Impl+"/"), mech, countsString(f.Counts), strings.Join(ev, "\n")}); err != nil {
 			return err
 		}
 	}
@@ -337,8 +348,10 @@ func Diff(ctx context.Context, o DiffOptions, w io.Writer) error {
 		}
 	} else {
 		fmt.Fprintf(w, "%s: %s (%s) -> %s (%s): %d of %d findings changed\n", im.Name, o.From, short(a.Commit), o.To, short(b.Commit), len(changes), max(len(a.Findings), len(b.Findings)))
-		t := tablewriter.NewTable(w, tablewriter.WithHeader([]string{"Finding", "Change", o.From, o.To}),
-			tablewriter.WithRowAutoWrap(tw.WrapNormal), tablewriter.WithColumnMax(60))
+		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off),
+			tablewriter.WithHeader([]string{"Finding", "Changed", "At " + short(o.From), "At " + short(o.To)}),
+			tablewriter.WithRowAutoWrap(tw.WrapNormal),
+			tablewriter.WithWidths(tw.CellWidth{PerColumn: tw.NewMapper[int, int]().Set(0, 40).Set(1, 20).Set(2, 50).Set(3, 50)}))
 		for _, c := range changes {
 			if err := t.Append([]string{c.Key, c.What, summary(c.From), summary(c.To)}); err != nil {
 				return err
@@ -375,8 +388,6 @@ func summary(f *Finding) string {
 	}
 	if f.Answer == Unknown && f.Detail != "" {
 		s += "; " + f.Detail
-	} else if f.Mechanism != "" {
-		s += "; " + f.Mechanism
 	}
 	return s
 }

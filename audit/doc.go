@@ -61,7 +61,11 @@
 //	                    argument (Context = callee, ArgIndex), assigned (function-pointer / vtable
 //	                    initialiser; Context = LHS or field or "[i]"), comment, string, reference
 //	f.Assigns(fn)       []Assign in function fn ("" = all): LHS, Target (last ident), Op, RHS, Guards
+//	f.Exits(fn)         []Exit: if-statements whose then-branch returns/breaks/continues (early exits:
+//	                    "the code after this runs only if !Cond"), with Cond and Guards
+//	f.Enumerators(enum) enum values by tag or typedef name, in order
 //	f.FuncAt(line), f.GuardsAt(line), f.Comments(substr), f.Line(n)
+//	Def.Params          parameter names; Call.Test / Def.Test / Assign.Test: inside Rust #[cfg(test)]/#[test]
 //	f.Tree              generic tree-sitter tree (nil for Go) for anything else: Node.Find(kind), Walk, Child(field)
 //
 // Guard kinds: "if" (then-branch of Cond), "else", "case" (Cond = label),
@@ -113,6 +117,14 @@
 // function pointer with an enum argument (count Calls of the field name and
 // read Args[i].Idents); a name as a case label.
 //
+// # Findings
+//
+// Set Role ("migrating", "observing", "both") when the answer depends on the
+// endpoint. Counts are the tallies the answer rests on; they are compared by
+// `migaudit audit diff`. Run fills Impl, Rule and Question if a rule leaves
+// them empty, turns a rule error or panic into an UNKNOWN finding, and goes on
+// with the other rules.
+//
 // # Constants
 //
 // Constant rules return findings with Question ConstInitialWindow,
@@ -120,5 +132,9 @@
 // p.Constant; `migaudit audit --impl X --write-constants` turns them into
 // data/constants/<name>.json (data.Constants, provenance "audit <commit>")
 // via ConstantsFrom. Several ConstInitialWindow findings are allowed (picoquic
-// has two); give each a Label.
+// and msquic have two); give each a Label. Set ConstantFinding.Alternative for
+// a value reported for context only (not written), and ConstantFinding.Provenance
+// when the value is carried from elsewhere because source has no expression for
+// it (the finding's Detail must say so). Name formula parameters after what a
+// run can report (S = datagram payload size, MTU = path MTU).
 package audit

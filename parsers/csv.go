@@ -119,9 +119,13 @@ func parseCSV(in *input, h timeline.Handler) error {
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
-				if _, next := r.Read(); next == io.EOF {
+				_, next := r.Read()
+				if next == io.EOF {
 					h.Warn(warning(pe.Line, rowOff, fmt.Sprintf("final row truncated (%d of %d columns); ignored", len(rec), len(header))))
 					break
+				}
+				if errors.Is(next, errTruncatedGzip) {
+					return in.readErr(next)
 				}
 			}
 			return csvErr(in, err, rowOff)

@@ -2,6 +2,7 @@ package parsers
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"os"
 	"path/filepath"
@@ -183,5 +184,31 @@ func TestDetect(t *testing.T) {
 	}
 	if len(Formats()) != len(parsersByFormat) {
 		t.Errorf("Formats() %v and the parser table disagree", Formats())
+	}
+}
+
+// TestTruncatedGzip cuts every hand-written trace's gzip stream short: each
+// parser must report the cut-off stream, naming the file, whatever partial
+// record the cut leaves.
+func TestTruncatedGzip(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.*")
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var z bytes.Buffer
+		w := gzip.NewWriter(&z)
+		w.Write(raw)
+		w.Close()
+		for _, frac := range []int{30, 60, 90} {
+			name := filepath.Base(f) + ".gz"
+			cut := z.Bytes()[:z.Len()*frac/100]
+			var c timeline.Collector
+			err := Parse(name, bytes.NewReader(cut), Options{}, &c)
+			if err == nil || !strings.HasPrefix(err.Error(), "parse "+name+": truncated gzip stream") {
+				t.Errorf("%s cut at %d%%: error %v", name, frac, err)
+			}
+		}
 	}
 }

@@ -90,6 +90,11 @@ func (s *seqReader) readLine() {
 	s.line = b
 	if err != nil {
 		s.err = err
+		if err != io.EOF {
+			// A failed read (cut-off gzip, I/O error) leaves a partial line
+			// that is not evidence of anything: report the failure instead.
+			s.line = nil
+		}
 	}
 }
 

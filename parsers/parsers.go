@@ -10,6 +10,18 @@
 //
 // Units: times are µs from the trace's own reference; windows and byte counts
 // are bytes; RTTs are µs. Each format's file says how it converts.
+//
+//	format         file          source units        path ids  addresses
+//	picoquic-qlog  picoquic.go   time_units (µs)     no        datagram events
+//	ngtcp2-qlog    ngtcp2.go     integer ms          no        no
+//	quicgo-qlog    quicgo.go     float ms            no        connection start only
+//	quiche-qlog    quiche.go     float ms            no        no
+//	msquic-log     msquic.go     t_us (µs)           no        path lines
+//	timeline-csv   csv.go        µs                  path_id   local/peer columns
+//
+// Malformed input is an error naming the file, record and byte offset
+// (*PositionError); a final record cut off mid-write is a timeline.Warning
+// and the records before it are used.
 package parsers
 
 import (

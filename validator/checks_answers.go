@@ -143,15 +143,8 @@ func checkAnswers(v *Validator, doc, im gjson.Result) (Status, string) {
 		if (agr == "disagree") != listed[q] {
 			d.fail("%s: disagreement listed=%v, agreement %q", q, listed[q], agr)
 		}
-		if src == "ASYMMETRIC" && len(a.Get("roles").Array()) > 0 {
-			roles := map[string]bool{}
-			a.Get("roles").ForEach(func(_, r gjson.Result) bool {
-				roles[r.Get("answer").String()] = true
-				return true
-			})
-			if !roles["YES"] || !roles["NO"] {
-				d.fail("%s ASYMMETRIC without one role YES and another NO", q)
-			}
+		if msg := rolesContradict(src, a.Get("roles")); msg != "" {
+			d.fail("%s: %s", q, msg)
 		}
 		d.note("%s %s (%s, %s)", q, ans, est, agr)
 		return true
@@ -162,6 +155,44 @@ func checkAnswers(v *Validator, doc, im gjson.Result) (Status, string) {
 		}
 	}
 	return d.result()
+}
+
+// rolesContradict checks a source answer against its per-role answers,
+// by the vocabulary's own definitions: unanimous roles give that answer;
+// roles that differ give ASYMMETRIC when one role complies (YES) and
+// ROLE_DEPENDENT when none does (or UNKNOWN). Roles where the question does
+// not apply (N/A) do not count.
+func rolesContradict(src string, roles gjson.Result) string {
+	vals := map[string]bool{}
+	var desc []string
+	roles.ForEach(func(_, r gjson.Result) bool {
+		desc = append(desc, r.Get("role").String()+" "+r.Get("answer").String())
+		if v := r.Get("answer").String(); v != "N/A" {
+			vals[v] = true
+		}
+		return true
+	})
+	if len(vals) == 0 || src == "" {
+		return ""
+	}
+	roleText := strings.Join(desc, ", ")
+	if len(vals) == 1 {
+		for v := range vals {
+			if v != src {
+				return fmt.Sprintf("roles (%s) all answer %s, the answer is %s", roleText, v, src)
+			}
+		}
+		return ""
+	}
+	switch {
+	case src == "UNKNOWN":
+		return ""
+	case vals["YES"] && src != "ASYMMETRIC":
+		return fmt.Sprintf("roles (%s) differ and one complies: by definition ASYMMETRIC, not %s", roleText, src)
+	case !vals["YES"] && src != "ROLE_DEPENDENT":
+		return fmt.Sprintf("roles (%s) differ and neither complies: by definition ROLE_DEPENDENT, not %s", roleText, src)
+	}
+	return ""
 }
 
 // facetMatches mirrors the survey's rule for a live answer that sees one

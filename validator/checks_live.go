@@ -70,7 +70,7 @@ func checkRepetitions(v *Validator, doc, im gjson.Result) (Status, string) {
 			liveErr(&d, id, err)
 			continue
 		}
-		b, err := os.ReadFile(p)
+		got, err := v.fileSHA(p)
 		if err != nil {
 			if os.IsNotExist(err) && origin == survey.Reference {
 				d.unverifiable("%s: %s absent", id, p)
@@ -79,8 +79,7 @@ func checkRepetitions(v *Validator, doc, im gjson.Result) (Status, string) {
 			}
 			continue
 		}
-		sum := sha256.Sum256(b)
-		if got := hex.EncodeToString(sum[:]); got != sha {
+		if got != sha {
 			d.fail("%s: %s has sha256 %s…, survey says %s…", id, rep.Get("trace").String(), got[:12], sha[:min(12, len(sha))])
 			continue
 		}
@@ -99,6 +98,26 @@ func checkRepetitions(v *Validator, doc, im gjson.Result) (Status, string) {
 	}
 	d.note("%d/%d repetitions retained with distinct traces (%s)", ok, len(reps), origin)
 	return d.result()
+}
+
+// fileSHA hashes a file once per validator.
+func (v *Validator) fileSHA(p string) (string, error) {
+	v.mu.Lock()
+	if h, ok := v.shas[p]; ok {
+		v.mu.Unlock()
+		return h, nil
+	}
+	v.mu.Unlock()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	h := hex.EncodeToString(sum[:])
+	v.mu.Lock()
+	v.shas[p] = h
+	v.mu.Unlock()
+	return h, nil
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
@@ -634,6 +653,12 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 			d.fail("%s: first RTT %d µs (old %d, new %d, default %d) reads as %s, survey says %s", id, first, lastBefore, newPath, defRTT, want, attr)
 			continue
 		}
+		if ca := rep.Get("rtt.converged_after_us").Int(); ca > 0 {
+			if !convergedAt(f, at+ca, newPath, rep.Get("rtt.new_path_us").Int()) {
+				d.fail("%s: converged_after_us %d: no smoothed-RTT sample at +%d µs is near the new path", id, ca, ca)
+				continue
+			}
+		}
 		q3 := rep.Get("q3").String()
 		if w := q3Of(attr); w != "" && w != q3 {
 			d.fail("%s: RTT attributed to %s means q3 %s, survey says %s", id, attr, w, q3)
@@ -698,6 +723,22 @@ func interleavings(f *traceFacts, at, old, newPath, def int64) int {
 		last = cur
 	}
 	return n
+}
+
+// convergedAt: a smoothed-RTT sample at t (±1 ms) within 25% of the new
+// path's RTT.
+func convergedAt(f *traceFacts, t int64, newPaths ...int64) bool {
+	for _, s := range f.Samples {
+		if s.SRTT < 0 || !within(s.T, t, 1000) {
+			continue
+		}
+		for _, np := range newPaths {
+			if np > 0 && roughly(s.SRTT, np, 0.25) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // q3Of is the per-trace Q3 verdict an RTT attribution supports.

@@ -13,28 +13,28 @@ import (
 )
 
 var perImplChecks = []check{
-	{"commit", checkCommit},
-	{"evidence-positions", checkEvidencePositions},
-	{"reachability", checkReachability},
-	{"constants", checkConstants},
-	{"answers", checkAnswers},
-	{"repetitions", checkRepetitions},
-	{"ip-change", checkIPChange},
-	{"migration-instant", checkMigrationInstant},
-	{"window", checkWindow},
-	{"rtt", checkRTT},
+	{"commit", checkCommit, ""},
+	{"evidence-positions", checkEvidencePositions, "evidence"},
+	{"reachability", checkReachability, "reachability"},
+	{"constants", checkConstants, "constants"},
+	{"answers", checkAnswers, ""},
+	{"repetitions", checkRepetitions, "live.repetitions"},
+	{"ip-change", checkIPChange, "live.repetitions"},
+	{"migration-instant", checkMigrationInstant, "live.repetitions"},
+	{"window", checkWindow, "live.repetitions"},
+	{"rtt", checkRTT, "live.repetitions"},
 }
 
 var specificChecks = map[string][]check{
-	"picoquic": {{"below-initial", checkBelowInitial}},
-	"msquic":   {{"pinned-333ms", checkPinnedRTT}},
-	"ngtcp2":   {{"rtt-reset-formula", checkNgtcp2Reset}},
+	"picoquic": {{"below-initial", checkBelowInitial, ""}},
+	"msquic":   {{"pinned-333ms", checkPinnedRTT, ""}},
+	"ngtcp2":   {{"rtt-reset-formula", checkNgtcp2Reset, ""}},
 }
 
 var crossChecks = []check{
-	{"F1/dead-hooks", checkF1},
-	{"F2/distinct-mechanisms", checkF2},
-	{"F3/no-path-validation-rtt", checkF3},
+	{"F1/dead-hooks", checkF1, ""},
+	{"F2/distinct-mechanisms", checkF2, ""},
+	{"F3/no-path-validation-rtt", checkF3, ""},
 }
 
 func sourceErr(d *verdict, err error) {
@@ -265,6 +265,11 @@ func checkConstants(v *Validator, doc, im gjson.Result) (Status, string) {
 		if !arithmeticHolds(c.Get("arithmetic").String(), c.Get("value").Float()) {
 			d.fail("%s: arithmetic %q does not give %s", c.Get("name").String(), c.Get("arithmetic").String(), fnum(c.Get("value").Float()))
 		}
+		// Every parameter is a claim too: the arithmetic must be the
+		// expression with exactly these values written in.
+		if want := substitute(c.Get("expr").String(), params); !sameArithmetic(c.Get("arithmetic").String(), want) {
+			d.fail("%s: arithmetic %q is not %s with %v written in (%s)", c.Get("name").String(), c.Get("arithmetic").String(), c.Get("expr").String(), params, want)
+		}
 		return true
 	})
 	im.Get("live.repetitions").ForEach(func(_, rep gjson.Result) bool {
@@ -282,6 +287,44 @@ func checkConstants(v *Validator, doc, im gjson.Result) (Status, string) {
 	}
 	d.note("%d constants re-evaluate", n)
 	return d.result()
+}
+
+// substitute writes params' values into expr (whole identifiers only).
+func substitute(expr string, params map[string]float64) string {
+	var b strings.Builder
+	isID := func(c byte) bool {
+		return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	for i := 0; i < len(expr); {
+		if isID(expr[i]) {
+			j := i
+			for j < len(expr) && isID(expr[j]) {
+				j++
+			}
+			w := expr[i:j]
+			if v, ok := params[w]; ok {
+				b.WriteString(fnum(v))
+			} else {
+				b.WriteString(w)
+			}
+			i = j
+			continue
+		}
+		b.WriteByte(expr[i])
+		i++
+	}
+	return b.String()
+}
+
+// sameArithmetic compares the left-hand side of "lhs = value" with want,
+// ignoring spaces.
+func sameArithmetic(arith, want string) bool {
+	i := strings.LastIndex(arith, "=")
+	if i < 0 {
+		return false
+	}
+	strip := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	return strip(arith[:i]) == strip(want)
 }
 
 // arithmeticHolds evaluates "lhs = rhs" written out with numbers and

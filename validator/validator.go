@@ -74,13 +74,14 @@ type Validator struct {
 	serr   map[string]error
 	traces map[string]*traceFacts
 	terr   map[string]error
+	shas   map[string]string
 }
 
 // New returns a validator over the given sources.
 func New(opts Options) *Validator {
 	return &Validator{opts: opts, sources: newSourceCache(opts.Mirrors),
 		sites: map[string][]site{}, serr: map[string]error{},
-		traces: map[string]*traceFacts{}, terr: map[string]error{}}
+		traces: map[string]*traceFacts{}, terr: map[string]error{}, shas: map[string]string{}}
 }
 
 // Run validates the survey file, prints one line per check and the summary
@@ -156,6 +157,9 @@ func (v *Validator) Check(raw []byte) []Result {
 	for _, im := range impls {
 		name := im.Get("name").String()
 		for _, c := range perImplChecks {
+			if !c.applies(im) {
+				continue // nothing claimed, nothing to check
+			}
 			st, found := c.fn(v, doc, im)
 			out = append(out, Result{ID: name + "/" + c.name, Status: st, Found: found})
 		}
@@ -174,6 +178,22 @@ func (v *Validator) Check(raw []byte) []Result {
 type check struct {
 	name string
 	fn   func(v *Validator, doc, im gjson.Result) (Status, string)
+	// claim names what the entry must contain for the check to apply
+	// ("" = always): an entry without live evidence makes no live claim.
+	claim string
+}
+
+func (c check) applies(im gjson.Result) bool {
+	switch c.claim {
+	case "":
+		return true
+	case "evidence":
+		n := 0
+		eachEvidence(im, func(string, gjson.Result) { n++ })
+		return n > 0
+	}
+	r := im.Get(c.claim)
+	return r.Exists() && !(r.IsArray() && len(r.Array()) == 0)
 }
 
 // verdict accumulates sub-findings: any failure fails the check, any

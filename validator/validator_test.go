@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
+	"sync"
 	"strings"
 	"testing"
 	"time"
@@ -267,10 +269,31 @@ func mutants(raw []byte) []mutant {
 	return out
 }
 
+// mutationScore counts mutants the validator notices: a mutant is killed
+// when its failures differ from the unmutated survey's (so a survey that
+// already fails somewhere can still be scored).
 func mutationScore(t *testing.T, v *Validator, raw []byte) (killed int, survivors []string, total int) {
+	base := strings.Join(failures(v.Check(raw)), "\n")
 	ms := mutants(raw)
-	for _, m := range ms {
-		if len(failures(v.Check(m.raw))) > 0 {
+	dead := make([]bool, len(ms))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				dead[i] = strings.Join(failures(v.Check(ms[i].raw)), "\n") != base
+			}
+		}()
+	}
+	for i := range ms {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, m := range ms {
+		if dead[i] {
 			killed++
 		} else {
 			survivors = append(survivors, m.where)
@@ -310,5 +333,64 @@ func TestImportGraphIsIndependent(t *testing.T) {
 	}
 	if !bytes.Contains(out, []byte("github.com/tidwall/gjson")) {
 		t.Error("expected the validator's own trace reading through gjson")
+	}
+}
+
+// repoRoot walks up to go.mod.
+func repoRoot(t *testing.T) string {
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test")
+		}
+		dir = parent
+	}
+}
+
+// realWorld is the committed survey with the mirrors and the reference.
+func realWorld(t *testing.T) (*Validator, []byte) {
+	t.Helper()
+	mirrors := os.Getenv("MIGAUDIT_MIRRORS")
+	if mirrors == "" {
+		t.Skip("MIGAUDIT_MIRRORS not set: the real survey's source claims need the upstream mirrors")
+	}
+	root := repoRoot(t)
+	ref := filepath.Join(root, "..", "shared", "reference")
+	if _, err := os.Stat(ref); err != nil {
+		t.Skip("../shared/reference absent: the reference claims need it")
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "data", "survey_results.json"))
+	if err != nil {
+		t.Skip("data/survey_results.json absent (run migaudit survey)")
+	}
+	return New(Options{Mirrors: mirrors, Evidence: ref, RepoRoot: root}), raw
+}
+
+func TestRealSurveyValidates(t *testing.T) {
+	v, raw := realWorld(t)
+	rs := v.Check(raw)
+	for _, f := range failures(rs) {
+		t.Errorf("FAIL %s", f)
+	}
+	s := Tally(rs)
+	t.Logf("%s", s)
+	if s.Passed+s.Failed < 30 {
+		t.Errorf("only %d decided checks; the study ran 30", s.Passed+s.Failed)
+	}
+}
+
+func TestMutationScoreRealSurvey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the real survey has over a thousand mutants")
+	}
+	v, raw := realWorld(t)
+	killed, survivors, total := mutationScore(t, v, raw)
+	t.Logf("mutation score %d/%d", killed, total)
+	for _, s := range survivors {
+		t.Errorf("surviving mutant (a claim nobody checks): %s", s)
 	}
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
@@ -52,7 +53,7 @@ var mirrorCases = []struct {
 		// Source at the pin: 8 algorithm structs; 7 notify functions carry the
 		// case label, dcubic_notify reaches it by forwarding to cubic_notify.
 		{rule: "picoquic/reset-notification", q: audit.Q1, answer: audit.No,
-			counts: map[string]int{"reset_dispatches": 0, "values_dispatched": 10, "algorithms": 8, "algorithms_handling_reset": 8, "handled_by_forwarding": 1, "dispatch_sites": 11, "notification_values": 11},
+			counts:   map[string]int{"reset_dispatches": 0, "values_dispatched": 10, "algorithms": 8, "algorithms_handling_reset": 8, "handled_by_forwarding": 1, "dispatch_sites": 11, "notification_values": 11},
 			evidence: []string{"picoquic/picoquic.h:1794", "picoquic/cubic.c:411"}},
 		{rule: "picoquic/path-validation", q: audit.Q1, answer: audit.No, counts: map[string]int{"cc_calls": 0, "cc_assignments": 0, "rtt_calls": 1},
 			mech: []string{"picoquic_create_path"}, evidence: []string{"picoquic/frames.c:4943"}},
@@ -212,5 +213,116 @@ func BenchmarkAuditFive(b *testing.B) {
 			}
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "s/five")
+	}
+}
+
+// TestConstantsCommitted re-derives every constant from source and checks
+// data/constants/<name>.json says the same (regenerate with
+// `migaudit audit --all --write-constants`), then evaluates the formulas with
+// the parameters of real runs.
+func TestConstantsCommitted(t *testing.T) {
+	needMirrors(t)
+	for _, name := range []string{"picoquic", "quic-go", "quiche", "msquic", "ngtcp2"} {
+		im, err := data.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := audit.Audit(context.Background(), im, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := audit.ConstantsFrom(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, audited, err := data.ConstantsFor(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !audited {
+			t.Errorf("%s: data/constants/%s.json missing", name, name)
+			continue
+		}
+		gb, _ := json.Marshal(got)
+		sb, _ := json.Marshal(stored)
+		if string(gb) != string(sb) {
+			t.Errorf("%s: data/constants/%s.json is stale:\n got %s\nfile %s", name, name, gb, sb)
+		}
+	}
+	// The same formulas with the runs' own parameters.
+	runs := []struct {
+		impl   string
+		params map[string]float64
+		want   float64
+	}{
+		{"ngtcp2", map[string]float64{"S": 1452}, 14520},   // Debian 0.12.1 example server
+		{"ngtcp2", map[string]float64{"S": 1200}, 12000},   // the study's configuration
+		{"msquic", map[string]float64{"MTU": 1248}, 12200}, // the study's run: send_mtu 1248
+		{"quic-go", map[string]float64{"S": 1280}, 40960},
+	}
+	for _, r := range runs {
+		c, _, err := data.ConstantsFor(r.impl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, arith, err := c.InitialWindows[0].Eval(r.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != r.want {
+			t.Errorf("%s %v: %s, want %g", r.impl, r.params, arith, r.want)
+		}
+	}
+}
+
+// TestCommandAndDiff drives the CLI work functions: --source with a short
+// hash, JSON output, and `audit diff` between what Debian ships and the pin.
+func TestCommandAndDiff(t *testing.T) {
+	needMirrors(t)
+	im, _ := data.Lookup("ngtcp2")
+	var src string
+	for _, c := range gitsrc.Candidates(os.Getenv(gitsrc.MirrorsEnv), im.Upstream) {
+		if st, err := os.Stat(c); err == nil && st.IsDir() {
+			src = c
+			break
+		}
+	}
+	if src == "" {
+		t.Skip("no ngtcp2 mirror")
+	}
+	var buf strings.Builder
+	if err := audit.Command(context.Background(), audit.Options{Impl: "ngtcp2", Source: src, Commit: im.Commit[:12], Format: "json"}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	var rep audit.Report
+	if err := json.Unmarshal([]byte(buf.String()), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Commit != im.Commit || !rep.Pinned || len(rep.Findings) == 0 {
+		t.Errorf("report %s pinned=%v with %d findings", rep.Commit, rep.Pinned, len(rep.Findings))
+	}
+	buf.Reset()
+	if err := audit.Diff(context.Background(), audit.DiffOptions{Impl: "ngtcp2", Source: src, From: "v0.12.1", To: im.Commit, Format: "json"}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Changes []audit.Change `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(buf.String()), &d); err != nil {
+		t.Fatal(err)
+	}
+	var iw *audit.Change
+	for i, c := range d.Changes {
+		if strings.HasPrefix(c.Key, "initial_window ") {
+			iw = &d.Changes[i]
+		}
+	}
+	if iw == nil || iw.From.Constant.Value != 14520 || iw.To.Constant.Value != 12000 {
+		t.Errorf("initial window change = %+v", iw)
+	}
+	// --write-constants refuses a non-pinned commit.
+	err := audit.Command(context.Background(), audit.Options{Impl: "ngtcp2", Source: src, Commit: "v0.12.1", Format: "json", WriteConstants: true, ConstantsDir: t.TempDir()}, &strings.Builder{})
+	if err == nil || !strings.Contains(err.Error(), "not its pin") {
+		t.Errorf("write-constants at v0.12.1: %v", err)
 	}
 }

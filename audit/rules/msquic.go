@@ -330,8 +330,8 @@ var msquicConstants = &audit.Rule{
 				if err != nil {
 					return nil, err
 				}
-				f, err := p.Constant(audit.ConstInitialWindow, n+"*"+payload, map[string]float64{"MTU": fm.Constant.Value}, "InitialWindowPackets x DatagramPayloadLength (IPv4; MTU at the MinimumMtu floor QUIC_DPLPMTUD_MIN_MTU)",
-					fmt.Sprintf("same assignment with MTU at the configurable floor %s = %s", floorDef.Name, floor), initA.Pos, p.Evidence(floorDef.Pos, "constant", "MinimumMtu floor"))
+				f, err := p.Constant(audit.ConstInitialWindow, n+"*"+payload, map[string]float64{"MTU": fm.Constant.Value}, "InitialWindowPackets x DatagramPayloadLength (IPv4; MTU = QUIC_DPLPMTUD_MIN_MTU, the settings fallback and floor for MinimumMtu)",
+					fmt.Sprintf("same assignment with MTU = %s = %s (MinimumMtu when unset while MaximumMtu is set, and its clamp)", floorDef.Name, floor), initA.Pos, p.Evidence(floorDef.Pos, "constant", "MinimumMtu floor"))
 				if err != nil {
 					return nil, err
 				}

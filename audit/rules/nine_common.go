@@ -140,6 +140,17 @@ func (x *n9) def(name string) (syntax.Def, bool) {
 			}
 		}
 	}
+	// Python module constants are plain module-level assignments.
+	for _, f := range x.set {
+		if f.Lang != syntax.Python {
+			continue
+		}
+		for _, a := range f.Assigns("") {
+			if a.Func == "" && a.Target == name && a.Op == "=" && a.RHS != "" {
+				return syntax.Def{Pos: a.Pos, Name: name, Kind: syntax.DefConst, Value: a.RHS}, true
+			}
+		}
+	}
 	return syntax.Def{}, false
 }
 
@@ -497,6 +508,9 @@ func (x *n9) q3(role string, mechanism string, as []n9Aspect) (audit.Finding, []
 		af.Question = audit.Q3
 		af.Rule = x.p.Rule.Name + "-" + a.Name
 		af.Detail = "aspect " + a.Name + " at the " + role + " endpoint"
+		if role == n9Both {
+			af.Detail = "aspect " + a.Name + " (both roles)"
+		}
 		af.Evidence = append(af.Evidence, a.Ev...)
 		aux = append(aux, af)
 	}

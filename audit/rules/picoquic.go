@@ -134,10 +134,13 @@ var picoResetDispatch = &audit.Rule{
 		f.Counts["algorithms"] = len(algs)
 		f.Counts["algorithms_handling_reset"] = handlers
 		f.Counts["handled_by_forwarding"] = viaForward
-		f.Counts["notify_handlers_with_reset_case"] = len(direct)
+		f.Counts["functions_with_reset_case"] = len(direct)
 		f.Counts["dispatch_sites"] = len(sites)
 		f.Counts["values_dispatched"] = len(dispatched)
 		f.Counts["reset_dispatches"] = dispatch[picoResetValue]
+		for _, v := range values {
+			f.Counts["dispatched:"+strings.TrimPrefix(v.Name, "picoquic_congestion_notification_")] = dispatch[v.Name]
+		}
 		f.Evidence = append([]audit.Evidence{p.Evidence(resetDef.Pos, "definition", "enumerator of "+picoNotifyEnum)}, f.Evidence...)
 		for _, c := range sites {
 			var named []string

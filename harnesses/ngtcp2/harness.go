@@ -114,6 +114,15 @@ func dpkgVersion(ctx context.Context, pkg string) (string, error) {
 	return parts[1], nil
 }
 
+// ValidateCC: the example programs' --cc choices.
+func (h *Harness) ValidateCC(cc string) error {
+	switch cc {
+	case "", "cubic", "reno", "bbr", "bbr2":
+		return nil
+	}
+	return fmt.Errorf("ngtcp2 0.12.1's gtlsserver/gtlsclient support --cc cubic|reno|bbr|bbr2, not %q", cc)
+}
+
 var (
 	reLocal  = regexp.MustCompile(`Local address is now (\S+)`)
 	reStream = regexp.MustCompile(` STREAM\(0x[0-9a-f]+\) id=0x0 fin=\d offset=(\d+) len=(\d+)`)
@@ -125,14 +134,12 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	if env.Scenario == run.MigrateBack {
 		return res, errors.New(h.Unsupported(run.MigrateBack))
 	}
+	if err := h.ValidateCC(env.CC); err != nil {
+		return res, err
+	}
 	cc := env.CC
 	if cc == "" {
 		cc = "cubic"
-	}
-	switch cc {
-	case "cubic", "reno", "bbr", "bbr2":
-	default:
-		return res, fmt.Errorf("ngtcp2 0.12.1 supports --cc cubic|reno|bbr|bbr2, not %q", cc)
 	}
 	if env.MigrateAt <= FlipLead {
 		return res, fmt.Errorf("migrate-at %s must exceed the %s route-flip lead", env.MigrateAt, FlipLead)

@@ -74,8 +74,8 @@ func (h *Harness) Check(ctx context.Context) (run.Binaries, error) {
 // RunRep runs one download with a migration.
 func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, error) {
 	res := run.RepResult{Settings: map[string]string{}}
-	if env.CC != "" && env.CC != "reno" {
-		return res, fmt.Errorf("quic-go %s cannot select congestion control %q: it has one controller, NewReno (congestion.NewCubicSender(..., true /* use Reno */) in internal/ackhandler/sent_packet_handler.go); use --cc reno or leave --cc unset", vOrUnknown(), env.CC)
+	if err := h.ValidateCC(env.CC); err != nil {
+		return res, err
 	}
 	exe, err := h.exe(&env)
 	if err != nil {
@@ -187,6 +187,14 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		return res, ctx.Err()
 	}
 	return res, nil
+}
+
+// ValidateCC: quic-go v0.61.0 cannot select its congestion controller.
+func (h *Harness) ValidateCC(cc string) error {
+	if cc != "" && cc != "reno" {
+		return fmt.Errorf("quic-go %s cannot select congestion control %q: it has one controller, NewReno (congestion.NewCubicSender(..., true /* use Reno */) in internal/ackhandler/sent_packet_handler.go, also on migration); use --cc reno or leave --cc unset", vOrUnknown(), cc)
+	}
+	return nil
 }
 
 func parseT(s string) time.Time {

@@ -353,10 +353,17 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		res.Notes = append(res.Notes, "per-path summary: "+err.Error())
 		return res, nil
 	}
-	if err := writeJSONAtomic(filepath.Join(env.Dir, "quiche-paths.json"), sum); err != nil {
+	paths := map[string]Summary{"server": sum}
+	res.Notes = append(res.Notes, sum.Lines()...)
+	if csum, err := Summarize(env.Dir, "client"); err == nil {
+		paths["client"] = csum
+		res.Notes = append(res.Notes, csum.Lines()...)
+	} else {
+		res.Notes = append(res.Notes, "client per-path summary: "+err.Error())
+	}
+	if err := writeJSONAtomic(filepath.Join(env.Dir, "quiche-paths.json"), paths); err != nil {
 		return res, err
 	}
-	res.Notes = append(res.Notes, sum.Lines()...)
 	return res, nil
 }
 

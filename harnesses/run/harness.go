@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"os/exec"
 	"time"
@@ -29,6 +30,12 @@ type Harness interface {
 // address without path validation").
 type Unsupported interface {
 	Unsupported(s Scenario) string
+}
+
+// CCValidator is optionally implemented by a harness to reject a --cc it
+// cannot run before the testbed is brought up.
+type CCValidator interface {
+	ValidateCC(cc string) error
 }
 
 // Scenario names a migration experiment.
@@ -100,6 +107,14 @@ type Net interface {
 	// Counters returns the packets and bytes each path has carried so far
 	// (both directions), read from the testbed's own links.
 	Counters() (map[Path]PathCounter, error)
+}
+
+// EmulatorTimer is optionally implemented by a Net whose links are
+// emulated in user space: the emulator's own timing record (cumulative),
+// snapshotted before and after each repetition into the manifest so a
+// repetition measured on an overloaded host can be recognised.
+type EmulatorTimer interface {
+	EmulatorTiming() (json.RawMessage, error)
 }
 
 // PathCounter is what one path's link has carried.

@@ -109,6 +109,11 @@ func Run(ctx context.Context, o Options, w, stderr io.Writer) (*Summary, error) 
 	if o.BackAfter == 0 {
 		o.BackAfter = 5 * time.Second
 	}
+	if v, ok := h.(CCValidator); ok {
+		if err := v.ValidateCC(o.CC); err != nil {
+			return nil, err
+		}
+	}
 	bins, err := h.Check(ctx)
 	if err != nil {
 		return nil, err
@@ -179,21 +184,27 @@ func versionOf(manifest string) string {
 
 // Manifest is manifest.json in every repetition directory.
 type Manifest struct {
-	Implementation string               `json:"implementation"`
-	Version        string               `json:"version"`
-	Upstream       string               `json:"upstream_pinned_commit"`
-	Binaries       Binaries             `json:"binaries"`
-	Scenario       Scenario             `json:"scenario"`
-	CC             string               `json:"cc"`
-	Rep            int                  `json:"rep"`
-	Paths          map[Path]PathInfo    `json:"paths"`
-	Calibration    Calibration          `json:"calibration"`
-	Transfer       string               `json:"transfer"`
-	MigrateAt      string               `json:"migrate_at"`
-	BackAfter      string               `json:"back_after,omitempty"`
-	Start          time.Time            `json:"start"`
-	End            time.Time            `json:"end"`
-	Result         RepResult            `json:"result"`
+	Implementation string            `json:"implementation"`
+	Version        string            `json:"version"`
+	Upstream       string            `json:"upstream_pinned_commit"`
+	Binaries       Binaries          `json:"binaries"`
+	Scenario       Scenario          `json:"scenario"`
+	CC             string            `json:"cc"`
+	Rep            int               `json:"rep"`
+	Paths          map[Path]PathInfo `json:"paths"`
+	Calibration    Calibration       `json:"calibration"`
+	Transfer       string            `json:"transfer"`
+	MigrateAt      string            `json:"migrate_at"`
+	BackAfter      string            `json:"back_after,omitempty"`
+	Start          time.Time         `json:"start"`
+	End            time.Time         `json:"end"`
+	Result         RepResult         `json:"result"`
+	// LoadBefore / LoadAfter are /proc/loadavg at the start and end: a
+	// user-space emulator on an overloaded host delays packets.
+	LoadBefore     string               `json:"loadavg_before,omitempty"`
+	LoadAfter      string               `json:"loadavg_after,omitempty"`
+	EmulatorBefore json.RawMessage      `json:"emulator_timing_before,omitempty"`
+	EmulatorAfter  json.RawMessage      `json:"emulator_timing_after,omitempty"`
 	CountersBefore map[Path]PathCounter `json:"counters_before,omitempty"`
 	CountersAfter  map[Path]PathCounter `json:"counters_after,omitempty"`
 	Files          []FileInfo           `json:"files"`
@@ -236,6 +247,11 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 	}
 	_ = netw.RouteVia(PathA)
 	man.CountersBefore, _ = netw.Counters()
+	man.LoadBefore = loadavg()
+	et, hasTimer := netw.(EmulatorTimer)
+	if hasTimer {
+		man.EmulatorBefore, _ = et.EmulatorTiming()
+	}
 
 	var bar *progressbar.ProgressBar
 	var barMu sync.Mutex
@@ -267,6 +283,10 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 	man.Result = res
 	man.Version = res.Version
 	man.CountersAfter, _ = netw.Counters()
+	man.LoadAfter = loadavg()
+	if hasTimer {
+		man.EmulatorAfter, _ = et.EmulatorTiming()
+	}
 	_ = netw.RouteVia(PathA)
 	if err != nil {
 		rs.Error = err.Error()
@@ -473,4 +493,12 @@ func WriteJSONAtomic(path string, v any) error {
 		return err
 	}
 	return nil
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

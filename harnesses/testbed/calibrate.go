@@ -165,7 +165,10 @@ type ThroughputResult struct {
 	ErrPct    float64   `json:"err_pct"`           // (min − ceiling) / ceiling
 	SpreadPct float64   `json:"spread_pct"`        // (max − min) / mean
 	Retried   []string  `json:"retried,omitempty"` // transfers redone: below the floor while the host stalled
-	Pass      bool      `json:"pass"`
+	// EmulatorCPU is the holder process's CPU use during the transfers, in
+	// cores (1.0 = one core busy), from /proc/<pid>/stat.
+	EmulatorCPU float64 `json:"emulator_cpu_cores"`
+	Pass        bool    `json:"pass"`
 }
 
 // DispersionResult is gate 3 for one path and rate.
@@ -454,6 +457,7 @@ func gateThroughput(ctx context.Context, t *Testbed, sen *sentinel, c *Calibrati
 			}
 			r := ThroughputResult{Path: p, Rate: rate}
 			var stalls HostStalls
+			cpu0, wall0 := procCPU(c.Host.Holder.PID), time.Now()
 			for i := 0; i < opt.Repeats; i++ {
 				for attempt := 1; ; attempt++ {
 					from := time.Now()
@@ -475,6 +479,9 @@ func gateThroughput(ctx context.Context, t *Testbed, sen *sentinel, c *Calibrati
 						i+1, attempt, g/1e6, h.Count, ms(h.Max)))
 				}
 			}
+			if cpu1 := procCPU(c.Host.Holder.PID); cpu1 >= cpu0 && cpu0 >= 0 {
+				r.EmulatorCPU = (cpu1 - cpu0).Seconds() / time.Since(wall0).Seconds()
+			}
 			r.Ceiling = float64(rate) * float64(r.MSS) / float64(r.MTU)
 			r.Min, r.Max = slices.Min(r.Goodput), slices.Max(r.Goodput)
 			var sum float64
@@ -487,8 +494,8 @@ func gateThroughput(ctx context.Context, t *Testbed, sen *sentinel, c *Calibrati
 			r.Pass = r.Min >= ThroughputMinFrac*r.Ceiling && r.Max <= ThroughputMaxFrac*r.Ceiling &&
 				r.SpreadPct <= ThroughputSpread*100
 			c.Throughput = append(c.Throughput, r)
-			fmt.Fprintf(opt.Progress, "throughput path %s rate %3d Mbit/s ceiling %.2f min %.2f max %.2f Mbit/s (%+.2f%%, spread %.2f%%) %s\n",
-				p, rate/1e6, r.Ceiling/1e6, r.Min/1e6, r.Max/1e6, r.ErrPct, r.SpreadPct, passWord(r.Pass))
+			fmt.Fprintf(opt.Progress, "throughput path %s rate %3d Mbit/s ceiling %.2f min %.2f max %.2f Mbit/s (%+.2f%%, spread %.2f%%) emulator CPU %.1f%% %s\n",
+				p, rate/1e6, r.Ceiling/1e6, r.Min/1e6, r.Max/1e6, r.ErrPct, r.SpreadPct, 100*r.EmulatorCPU, passWord(r.Pass))
 			if !r.Pass {
 				fails = append(fails, fmt.Sprintf("path %s %d Mbit/s: goodput %.2f..%.2f Mbit/s vs ceiling %.2f (%+.2f%%, limit −%.0f%%..+%.0f%%), spread %.2f%% (limit %.0f%%)",
 					p, rate/1e6, r.Min/1e6, r.Max/1e6, r.Ceiling/1e6, r.ErrPct, (1-ThroughputMinFrac)*100, (ThroughputMaxFrac-1)*100, r.SpreadPct, ThroughputSpread*100)+
@@ -613,7 +620,7 @@ func tcpMSS(c *net.TCPConn) (mss, mtu int) {
 
 func gateDispersion(ctx context.Context, t *Testbed, c *Calibration, opt CalibrateOptions) ([]string, error) {
 	var fails []string
-	srv, err := listenUDP(t, t.ServerNS(), netip.AddrPortFrom(t.ServerAddr(), 0), false)
+	srv, err := listenUDP(t, t.ServerNS(), netip.AddrPortFrom(t.ServerAddr(), 0))
 	if err != nil {
 		return nil, err
 	}
@@ -622,7 +629,7 @@ func gateDispersion(ctx context.Context, t *Testbed, c *Calibration, opt Calibra
 	for _, p := range opt.Paths {
 		base := c.Paths[p]
 		a, _ := t.ClientAddr(p)
-		cli, err := listenUDP(t, t.ClientNS(), netip.AddrPortFrom(a, 0), false)
+		cli, err := listenUDP(t, t.ClientNS(), netip.AddrPortFrom(a, 0))
 		if err != nil {
 			return nil, err
 		}
@@ -849,4 +856,28 @@ func renice(n int) func() {
 			_ = unix.Setpriority(unix.PRIO_PROCESS, tid, v)
 		}
 	}
+}
+
+// procCPU is a process's CPU time (user + system) so far, -1 if unknown.
+func procCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return -1
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return -1
+	}
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * (time.Second / 100) // USER_HZ is 100 on Linux
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,10 +24,9 @@ const (
 	tsOptTSOnly  = 1 << 11
 )
 
-// listenUDP opens a UDP socket inside ns. With stamps, the kernel records
-// software timestamps of every datagram sent (when it enters the TUN
-// device, i.e. the emulator) and received (when the emulator writes it).
-func listenUDP(t *Testbed, ns string, addr netip.AddrPort, stamps bool) (*net.UDPConn, error) {
+// listenUDP opens a Go UDP socket inside ns with SO_TIMESTAMPNS receive
+// timestamps (kernel time of the emulator's write).
+func listenUDP(t *Testbed, ns string, addr netip.AddrPort) (*net.UDPConn, error) {
 	var c *net.UDPConn
 	err := t.InNS(ns, func() error {
 		var err error
@@ -41,11 +41,7 @@ func listenUDP(t *Testbed, ns string, addr netip.AddrPort, stamps bool) (*net.UD
 		return nil, fmt.Errorf("udp socket in %s at %v: %w", ns, addr, err)
 	}
 	_ = c.SetReadBuffer(4 << 20)
-	opt, val := unix.SO_TIMESTAMPNS, 1
-	if stamps {
-		opt, val = unix.SO_TIMESTAMPING, tsTxSoftware|tsRxSoftware|tsSoftware|tsOptID|tsOptTSOnly
-	}
-	if err := setsockopt(c, unix.SOL_SOCKET, opt, val); err != nil {
+	if err := setsockopt(c, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("udp socket in %s: timestamps: %w", ns, err)
 	}
@@ -87,17 +83,13 @@ func rxStamp(oob []byte) (int64, bool) {
 	return 0, false
 }
 
-// drainTxStamps reads every pending transmit timestamp from c's error
+// drainTxStamps reads every pending transmit timestamp from u's error
 // queue into into (OPT_ID counter → CLOCK_REALTIME ns).
-func drainTxStamps(c syscallConn, into map[uint32]int64) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return
-	}
-	_ = rc.Control(func(fd uintptr) {
+func drainTxStamps(u *rawUDP, into map[uint32]int64) {
+	func(fd int) {
 		oob := make([]byte, 512)
 		for {
-			_, oobn, _, _, err := unix.Recvmsg(int(fd), nil, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+			_, oobn, _, _, err := unix.Recvmsg(fd, nil, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
 			if err != nil {
 				return
 			}
@@ -122,7 +114,100 @@ func drainTxStamps(c syscallConn, into map[uint32]int64) {
 				into[id] = ts
 			}
 		}
+	}(u.fd)
+}
+
+// rawUDP is a blocking UDP socket used without Go's poller: with
+// SO_TIMESTAMPING the transmit timestamps queue on the socket's error
+// queue, epoll reports EPOLLERR, and Go's poller then fails every read
+// ("not pollable") — a busy loop. Reads time out every 50 ms so that a
+// closed socket's reader notices.
+type rawUDP struct {
+	fd     int
+	closed atomic.Bool
+}
+
+func openRawUDP(t *Testbed, ns string, bind netip.AddrPort, stamps bool) (*rawUDP, error) {
+	u := &rawUDP{fd: -1}
+	err := t.InNS(ns, func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		u.fd = fd
+		if bind.IsValid() {
+			if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: bind.Addr().As4(), Port: int(bind.Port())}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+	if err == nil && stamps {
+		err = unix.SetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, tsTxSoftware|tsRxSoftware|tsSoftware|tsOptID|tsOptTSOnly)
+	}
+	if err == nil {
+		tv := unix.NsecToTimeval(int64(50 * time.Millisecond))
+		err = unix.SetsockoptTimeval(u.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	}
+	if err == nil {
+		_ = unix.SetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+	}
+	if err != nil {
+		if u.fd >= 0 {
+			unix.Close(u.fd)
+		}
+		return nil, fmt.Errorf("udp socket in %s at %v: %w", ns, bind, err)
+	}
+	return u, nil
+}
+
+func (u *rawUDP) port() uint16 {
+	sa, err := unix.Getsockname(u.fd)
+	if err != nil {
+		return 0
+	}
+	return uint16(sa.(*unix.SockaddrInet4).Port)
+}
+
+func (u *rawUDP) sendTo(b []byte, to netip.AddrPort) error {
+	return unix.Sendto(u.fd, b, 0, &unix.SockaddrInet4{Addr: to.Addr().As4(), Port: int(to.Port())})
+}
+
+// recv blocks up to 50 ms; errRecvTimeout when nothing came, net.ErrClosed
+// once closed.
+func (u *rawUDP) recv(b, oob []byte) (n, oobn int, from netip.AddrPort, err error) {
+	for {
+		if u.closed.Load() {
+			return 0, 0, from, net.ErrClosed
+		}
+		n, oobn, _, sa, err := unix.Recvmsg(u.fd, b, oob, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN {
+			return 0, 0, from, errRecvTimeout
+		}
+		if err != nil {
+			return 0, 0, from, err
+		}
+		if s4, ok := sa.(*unix.SockaddrInet4); ok {
+			from = netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port))
+		}
+		return n, oobn, from, nil
+	}
+}
+
+var errRecvTimeout = errors.New("receive timeout")
+
+// close stops readers within 50 ms and then releases the descriptor.
+func (u *rawUDP) close(wait func()) {
+	if u.closed.Swap(true) {
+		return
+	}
+	if wait != nil {
+		wait()
+	}
+	unix.Close(u.fd)
 }
 
 // Echo datagram layout (big endian): magic "mgau", session, seq, user
@@ -136,7 +221,7 @@ const (
 // records, per (session, seq), its kernel receive and transmit times so
 // that a client can subtract the server's turnaround exactly.
 type echoServer struct {
-	conn *net.UDPConn
+	conn *rawUDP
 	port uint16
 	wg   sync.WaitGroup
 
@@ -151,33 +236,31 @@ type echoSend struct {
 }
 
 func startEcho(t *Testbed) (*echoServer, error) {
-	c, err := listenUDP(t, t.ServerNS(), netip.AddrPortFrom(t.ServerAddr(), 0), true)
+	c, err := openRawUDP(t, t.ServerNS(), netip.AddrPortFrom(t.ServerAddr(), 0), true)
 	if err != nil {
 		return nil, err
 	}
-	e := &echoServer{conn: c, port: uint16(c.LocalAddr().(*net.UDPAddr).Port), tx: map[uint32]int64{}}
+	e := &echoServer{conn: c, port: c.port(), tx: map[uint32]int64{}}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		buf := make([]byte, 2048)
 		oob := make([]byte, 256)
 		for {
-			n, oobn, _, from, err := c.ReadMsgUDPAddrPort(buf, oob)
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				continue
+			n, oobn, from, err := c.recv(buf, oob)
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			if n < echoHeader || binary.BigEndian.Uint32(buf[0:4]) != echoMagic {
+			if err != nil || n < echoHeader || binary.BigEndian.Uint32(buf[0:4]) != echoMagic {
 				continue
 			}
 			rx, _ := rxStamp(oob[:oobn])
-			a := from.Addr().Unmap().As4()
+			a := from.Addr().As4()
 			copy(buf[24:28], a[:])
 			e.mu.Lock()
-			e.sends = append(e.sends, echoSend{binary.BigEndian.Uint32(buf[4:8]), binary.BigEndian.Uint32(buf[8:12]), rx})
-			_, _ = c.WriteToUDPAddrPort(buf[:n], from)
+			if c.sendTo(buf[:n], from) == nil {
+				e.sends = append(e.sends, echoSend{binary.BigEndian.Uint32(buf[4:8]), binary.BigEndian.Uint32(buf[8:12]), rx})
+			}
 			drainTxStamps(c, e.tx)
 			e.mu.Unlock()
 		}
@@ -185,7 +268,7 @@ func startEcho(t *Testbed) (*echoServer, error) {
 	return e, nil
 }
 
-func (e *echoServer) close() { e.conn.Close(); e.wg.Wait() }
+func (e *echoServer) close() { e.conn.close(e.wg.Wait) }
 
 func (e *echoServer) addr(t *Testbed) netip.AddrPort {
 	return netip.AddrPortFrom(t.ServerAddr(), e.port)
@@ -209,7 +292,7 @@ func (e *echoServer) turnarounds(session uint32) map[uint32]int64 {
 // echoClient is a client socket opened with stamps and the number of
 // datagrams sent on it (the kernel's OPT_ID counter).
 type echoClient struct {
-	*net.UDPConn
+	*rawUDP
 	sent uint32
 }
 
@@ -218,12 +301,15 @@ func newEchoClient(t *Testbed, bind netip.Addr) (*echoClient, error) {
 	if bind.IsValid() {
 		ap = netip.AddrPortFrom(bind, 0)
 	}
-	c, err := listenUDP(t, t.ClientNS(), ap, true)
+	c, err := openRawUDP(t, t.ClientNS(), ap, true)
 	if err != nil {
 		return nil, err
 	}
-	return &echoClient{UDPConn: c}, nil
+	return &echoClient{rawUDP: c}, nil
 }
+
+// Close releases the socket (no reader is running between echoes calls).
+func (c *echoClient) Close() { c.rawUDP.close(nil) }
 
 var echoSession struct {
 	sync.Mutex
@@ -249,16 +335,17 @@ func echoes(ctx context.Context, e *echoServer, t *Testbed, c *echoClient, n int
 	got := make([]sample, n)
 	var srcSeen netip.Addr
 	done := make(chan struct{})
+	var stop atomic.Bool
 	go func() {
 		defer close(done)
 		buf := make([]byte, 2048)
 		oob := make([]byte, 256)
 		for {
-			m, oobn, _, _, err := c.ReadMsgUDPAddrPort(buf, oob)
+			m, oobn, _, err := c.recv(buf, oob)
+			if errors.Is(err, net.ErrClosed) || (errors.Is(err, errRecvTimeout) && stop.Load()) {
+				return
+			}
 			if err != nil {
-				if errors.Is(err, net.ErrClosed) || errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
-					return
-				}
 				continue
 			}
 			now := time.Now().UnixNano()
@@ -284,8 +371,8 @@ func echoes(ctx context.Context, e *echoServer, t *Testbed, c *echoClient, n int
 		next = next.Add(gap)
 		binary.BigEndian.PutUint32(buf[8:12], uint32(i))
 		binary.BigEndian.PutUint64(buf[12:20], uint64(time.Now().UnixNano()))
-		if _, err := c.WriteToUDPAddrPort(buf, e.addr(t)); err != nil {
-			_ = c.SetReadDeadline(time.Now())
+		if err := c.sendTo(buf, e.addr(t)); err != nil {
+			stop.Store(true)
 			<-done
 			return nil, nil, src, fmt.Errorf("echo send: %w", err)
 		}
@@ -294,11 +381,10 @@ func echoes(ctx context.Context, e *echoServer, t *Testbed, c *echoClient, n int
 	}
 	// Stragglers: a generous bound over any calibrated RTT.
 	time.Sleep(300 * time.Millisecond)
-	_ = c.SetReadDeadline(time.Now())
+	stop.Store(true)
 	<-done
-	_ = c.SetReadDeadline(time.Time{})
 	tx := map[uint32]int64{}
-	drainTxStamps(c.UDPConn, tx)
+	drainTxStamps(c.rawUDP, tx)
 	turn := e.turnarounds(session)
 	for i := 0; i < sent; i++ {
 		s := got[i]
@@ -311,9 +397,4 @@ func echoes(ctx context.Context, e *echoServer, t *Testbed, c *echoClient, n int
 		raw = append(raw, time.Duration(s.user))
 	}
 	return rtts, raw, srcSeen, ctx.Err()
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -148,6 +148,13 @@ func spawn(ctx context.Context, cfg Config, detached bool) (*Testbed, error) {
 	if err := os.MkdirAll(filepath.Join(StateDir, cfg.Name), 0o755); err != nil {
 		return nil, fmt.Errorf("testbed %q: state directory: %w", cfg.Name, err)
 	}
+	// A provisional record naming us, so that Stale never mistakes an
+	// instance that is coming up for a leftover; the holder replaces it.
+	self := os.Getpid()
+	if err := writeInstance(Instance{Name: cfg.Name, PID: self, PIDStart: procStart(self), ClientNS: clientNS(cfg.Name),
+		ServerNS: serverNS(cfg.Name), Config: cfg, Started: time.Now().UTC()}); err != nil {
+		return nil, fmt.Errorf("testbed %q: record instance: %w", cfg.Name, err)
+	}
 	logf, err := os.OpenFile(filepath.Join(StateDir, cfg.Name, "holder.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("testbed %q: holder log: %w", cfg.Name, err)
@@ -188,6 +195,9 @@ func spawn(ctx context.Context, cfg Config, detached bool) (*Testbed, error) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-exited
 		lifeW.Close()
+		_ = removeNS(clientNS(cfg.Name), time.Second)
+		_ = removeNS(serverNS(cfg.Name), time.Second)
+		_ = os.RemoveAll(filepath.Join(StateDir, cfg.Name))
 		return nil, fmt.Errorf("testbed %q: %w while coming up", cfg.Name, ctx.Err())
 	}
 	if !strings.HasPrefix(line, "ok ") {

@@ -51,8 +51,9 @@ func startSentinel() *sentinel {
 		s.rt = unix.SchedSetAttr(unix.Gettid(), &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 5}, 0) == nil
 		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 		close(ready)
-		ts := unix.NsecToTimespec(int64(time.Millisecond))
 		for !s.stop.Load() {
+			// Fresh each time: ppoll writes the time left back into it.
+			ts := unix.NsecToTimespec(int64(time.Millisecond))
 			t0 := time.Now()
 			// Raw: no runtime involvement, as in the emulator.
 			unix.RawSyscall6(unix.SYS_PPOLL, 0, 0, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)

@@ -32,7 +32,7 @@ func leftovers(t *testing.T, name string) []string {
 	}
 	b, _ := exec.Command("ps", "-eo", "pid,args").Output()
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, Prefix+name+"-") {
+		if strings.Contains(l, Prefix+name+"-") || strings.HasSuffix(strings.TrimSpace(l), "migaudit-testbed-holder "+name) {
 			out = append(out, "process "+strings.TrimSpace(l))
 		}
 	}

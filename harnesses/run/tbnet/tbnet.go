@@ -69,6 +69,16 @@ func (n *Net) Counters() (map[run.Path]run.PathCounter, error) {
 	return out, nil
 }
 
+// EmulatorTiming is the link emulator's cumulative self-measurement per
+// path and direction.
+func (n *Net) EmulatorTiming() (json.RawMessage, error) {
+	m, err := n.T.EmulatorTiming()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
 // Factory returns the NetFactory for `migaudit run`. Calibration uses the
 // testbed's quick gates; progress lines go to progress (may be nil).
 func Factory(progress io.Writer) run.NetFactory {
@@ -107,7 +117,7 @@ func Factory(progress io.Writer) run.NetFactory {
 			if errors.As(cerr, &ge) {
 				return nil, cal, nil, fmt.Errorf("calibration gate failed, nothing measured (use --skip-calibration to run uncalibrated): %w", cerr)
 			}
-			return nil, cal, nil, fmt.Errorf("calibration: %w", cerr)
+			return nil, cal, nil, fmt.Errorf("calibration gate failed to complete, nothing measured (use --skip-calibration to run uncalibrated): %w", cerr)
 		}
 		// Calibrate restores each path's spec; re-read it for the run.
 		if n, err = Wrap(tb); err != nil {

@@ -73,6 +73,9 @@ const (
 	maxStep  = int64(20 * time.Microsecond)
 	batch    = int64(10 * time.Microsecond) // write together what is due this close
 	lateMark = int64(50 * time.Microsecond)
+	// readBatch bounds the packets read per wake-up; ppoll returns at once
+	// while more are waiting.
+	readBatch = 16
 )
 
 type packet struct {
@@ -304,9 +307,10 @@ func (l *Link) run() {
 		if fds[1].Revents != 0 {
 			return
 		}
-		// Read everything that has arrived.
+		// Read what has arrived, at most readBatch packets before the
+		// writes get their turn (a burst must not delay due packets).
 		if fds[0].Revents != 0 {
-			for {
+			for range readBatch {
 				buf := getBuf()
 				m, e := rawRead(l.inFD, buf[:])
 				if e != 0 || m <= 0 {
