@@ -185,7 +185,7 @@ func printTable(w io.Writer, r *Report) error {
 		tablewriter.WithHeaderAutoFormat(tw.Off), // before WithHeader, which formats at once
 		tablewriter.WithHeader([]string{"Q", "Answer", "Rule", "Mechanism / value", "Counts", "Evidence"}),
 		tablewriter.WithRowAutoWrap(tw.WrapNormal),
-		tablewriter.WithWidths(tw.CellWidth{PerColumn: tw.NewMapper[int, int]().Set(0, 16).Set(1, 10).Set(2, 26).Set(3, 64).Set(4, 36).Set(5, 48)}),
+		tablewriter.WithWidths(tw.CellWidth{PerColumn: tw.NewMapper[int, int]().Set(0, 16).Set(1, 12).Set(2, 26).Set(3, 64).Set(4, 36).Set(5, 48)}),
 	)
 	for _, f := range r.Findings {
 		mech := f.Mechanism
@@ -217,7 +217,11 @@ func printTable(w io.Writer, r *Report) error {
 				answer = "value"
 			}
 		}
-		if err := t.Append([]string{string(f.Question), answer, strings.TrimPrefix(f.Rule, r.Impl+"/"), mech, countsString(f.Counts), strings.Join(ev, "\n")}); err != nil {
+		q := string(f.Question)
+		if f.Role != "" && f.Role != "both" {
+			q += " " + f.Role
+		}
+		if err := t.Append([]string{q, answer, strings.TrimPrefix(f.Rule, r.Impl+"/"), mech, countsString(f.Counts), strings.Join(ev, "\n")}); err != nil {
 			return err
 		}
 	}
@@ -369,6 +373,9 @@ func Diff(ctx context.Context, o DiffOptions, w io.Writer) error {
 
 func findingKey(f Finding) string {
 	k := string(f.Question) + " " + f.Rule
+	if f.Role != "" {
+		k += " (" + f.Role + ")"
+	}
 	if f.Constant != nil && f.Constant.Label != "" {
 		k += " [" + f.Constant.Label + "]"
 	}

@@ -119,8 +119,11 @@
 //
 // # Findings
 //
-// Set Role ("migrating", "observing", "both") when the answer depends on the
-// endpoint. Counts are the tallies the answer rests on; they are compared by
+// Role: each question's combined answer has Role "both"; when the endpoints
+// differ add one finding per role ("migrating", "observing"); supporting
+// findings (a hook, a helper's behaviour) have Role "" — a hook finding
+// carries Counts "implementations" and "call_sites" (call_sites 0 = dead hook,
+// answer INERT). Counts are the tallies the answer rests on; they are compared by
 // `migaudit audit diff`. Run fills Impl, Rule and Question if a rule leaves
 // them empty, turns a rule error or panic into an UNKNOWN finding, and goes on
 // with the other rules.

@@ -144,6 +144,7 @@ func TestDetect(t *testing.T) {
 		{in: "\x1e{\"trace\":{\"event_schemas\":[\"urn:ietf:params:qlog:events:quic-12\"]}}\n\x1e{\"time\":0,\"name\":\"transport:packet_sent\"}\n", want: FormatQuicGo},
 		{in: "{\"time\":0,\"name\":\"quic:packet_sent\"}\n", want: FormatQuiche},
 		{in: "{ \"qlog_version\": \"draft-00\", \"traces\": [\n", want: FormatPicoquic},
+		{in: "{\"qlog_version\":\"draft-02\",\"title\":\"quic-go\",\"traces\":[{\"events\":[]}]}\n", want: FormatPicoquic},
 		{in: "[mq_client] t_us=5 STATS cwnd=1\n", want: FormatMsquic},
 		{in: "[conn][0x1] New Remote IP: 1.2.3.4:5\n", want: FormatMsquic},
 		{in: "time_us,cwnd\n1,2\n", want: FormatCSV},

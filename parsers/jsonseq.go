@@ -203,6 +203,9 @@ func parseJSONSeq(in *input, h timeline.Handler, f seqFormat) error {
 				return in.errorf(n, off, "second qlog header record")
 			}
 			headerSeen = true
+			if root.Get("traces").IsArray() {
+				return in.errorf(n, off, "a single-document qlog (\"traces\"), not JSON-SEQ: use --format %s", FormatPicoquic)
+			}
 			tr := root.Get("trace")
 			q.meta.Vantage = vantage(tr.Get("vantage_point.type").Str)
 			q.meta.Implementation = implementationFrom(f.impl, tr.Get("vantage_point.name").Str, root.Get("title").Str, tr.Get("title").Str)

@@ -36,6 +36,7 @@ import (
 	"strings"
 
 	"github.com/migaudit/migaudit/parsers/timeline"
+	"github.com/tidwall/gjson"
 )
 
 // Format names, as accepted by Options.Format and returned by Detect.
@@ -204,6 +205,10 @@ func Detect(peek []byte) (string, error) {
 	switch {
 	case p[0] == '{':
 		if validJSON(firstLine) {
+			if gjson.GetBytes(firstLine, "traces").IsArray() {
+				// A whole single-document qlog on one line.
+				return FormatPicoquic, nil
+			}
 			return detectJSONSeq(firstLine, p)
 		}
 		if bytes.Contains(p, []byte(`"traces"`)) || bytes.Contains(p, []byte(`"event_fields"`)) {

@@ -186,6 +186,12 @@ func rolesContradict(src string, roles gjson.Result) string {
 	}
 	switch {
 	case src == "UNKNOWN":
+		// Undecided is honest while a role is itself undecided, or while
+		// no role complies; one complying role against another that does
+		// not is decided: ASYMMETRIC.
+		if vals["YES"] && !vals["UNKNOWN"] {
+			return fmt.Sprintf("roles (%s) differ and one complies: ASYMMETRIC, not UNKNOWN", roleText)
+		}
 		return ""
 	case vals["YES"] && src != "ASYMMETRIC":
 		return fmt.Sprintf("roles (%s) differ and one complies: by definition ASYMMETRIC, not %s", roleText, src)

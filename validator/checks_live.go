@@ -149,11 +149,96 @@ func hostOf(a string) string {
 
 var localAddrLine = regexp.MustCompile(`Local address is now \[?([0-9a-fA-F.:]+?)\]?:(\d+)`)
 
+// logMove reads the endpoints' own logs in the repetition directory for
+// a peer-address change: JSON lines {"ev":"peer_address"|"switched",
+// "from":..., "to":...} (this project's quic-go harness; the server's line is
+// preferred: it is the observing endpoint's view).
+func (v *Validator) logMove(im, rep gjson.Result) (from, to, src string, ok bool) {
+	ref := rep.Get("manifest").String()
+	if ref == "" {
+		return "", "", "", false
+	}
+	p, err := v.resolve(im.Get("live.origin").String(), ref)
+	if err != nil {
+		return "", "", "", false
+	}
+	for _, name := range []string{"server.stderr", "server.stderr.gz", "server.stdout", "client.stderr", "client.stderr.gz", "client.stdout"} {
+		b, err := readMaybeGz(filepath.Join(filepath.Dir(p), name))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			i := strings.Index(line, "{")
+			if i < 0 || !strings.Contains(line, `"ev"`) {
+				continue
+			}
+			j := gjson.Parse(line[i:])
+			ev := j.Get("ev").String()
+			if (ev == "peer_address" || ev == "switched") && j.Get("from").String() != "" && j.Get("to").String() != "" {
+				return j.Get("from").String(), j.Get("to").String(), name, true
+			}
+		}
+	}
+	return "", "", "", false
+}
+
+// configuredRTT is the round trip the run configured for a path (manifest
+// paths.<A|B>.rtt_us), or -1.
+func (v *Validator) configuredRTT(im, rep gjson.Result, path string) int64 {
+	m := rep.Get("manifest").String()
+	if m == "" {
+		return -1
+	}
+	p, err := v.resolve(im.Get("live.origin").String(), m)
+	if err != nil {
+		return -1
+	}
+	b, err := readMaybeGz(p)
+	if err != nil {
+		return -1
+	}
+	r := gjson.GetBytes(b, "paths."+path+".rtt_us")
+	if !r.Exists() {
+		return -1
+	}
+	return r.Int()
+}
+
+// counterKind reads the repetition manifest's per-path packet counters:
+// traffic to the server on both paths means the client used both paths'
+// addresses (an IP migration); none on path B means it never left A.
+func (v *Validator) counterKind(im, rep gjson.Result) (kind, found string, ok bool) {
+	m := rep.Get("manifest").String()
+	if m == "" {
+		return "", "", false
+	}
+	p, err := v.resolve(im.Get("live.origin").String(), m)
+	if err != nil {
+		return "", "", false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil || !gjson.ValidBytes(b) {
+		return "", "", false
+	}
+	a, bb := gjson.GetBytes(b, "counters_after.A.to_server_packets"), gjson.GetBytes(b, "counters_after.B.to_server_packets")
+	if !a.Exists() || !bb.Exists() {
+		return "", "", false
+	}
+	if a.Int() > 0 && bb.Int() > 0 {
+		return "ip", fmt.Sprintf("manifest counters: %d packets on path A, %d on path B", a.Int(), bb.Int()), true
+	}
+	return "not-ip", fmt.Sprintf("manifest counters: %d packets on path A, %d on path B: no move to path B's address", a.Int(), bb.Int()), true
+}
+
 // clientLogAddrs reads the migrating client's own log lines in the
 // repetition directory ("Local address is now [addr]:port" from ngtcp2's
 // client) when the server trace logs no addresses.
 func (v *Validator) clientLogAddrs(im, rep gjson.Result) []string {
-	p, err := v.resolve(im.Get("live.origin").String(), rep.Get("trace").String())
+	ref := rep.Get("manifest").String()
+	if ref == "" {
+		ref = rep.Get("trace").String()
+	}
+	p, err := v.resolve(im.Get("live.origin").String(), ref)
 	if err != nil {
 		return nil
 	}
@@ -196,6 +281,45 @@ func checkIPChange(v *Validator, doc, im gjson.Result) (Status, string) {
 			continue
 		}
 		if !f.HasAddrs {
+			if from, to, src, ok := v.logMove(im, rep); ok {
+				gotKind := "port-only"
+				if hostOf(from) != hostOf(to) {
+					gotKind = "ip"
+				}
+				if gotKind != kind {
+					d.fail("%s: %s logs %s → %s (%s), survey says %s", id, src, from, to, gotKind, kind)
+					continue
+				}
+				if c := rep.Get("migration.old_addr").String(); c != "" && hostOf(c) != hostOf(from) {
+					d.fail("%s: old address %s in %s, survey says %s", id, from, src, c)
+					continue
+				}
+				if c := rep.Get("migration.new_addr").String(); c != "" && hostOf(c) != hostOf(to) {
+					d.fail("%s: new address %s in %s, survey says %s", id, to, src, c)
+					continue
+				}
+				if gotKind == "ip" {
+					verified++
+				}
+				d.note("%s: %s: %s → %s", id, src, from, to)
+				continue
+			}
+			if kind, found, ok := v.counterKind(im, rep); ok {
+				if (kind == "ip") != (rep.Get("migration.kind").String() == "ip") {
+					d.fail("%s: %s, survey says %s", id, found, rep.Get("migration.kind").String())
+					continue
+				}
+				addrs := v.clientLogAddrs(im, rep)
+				if ca := rep.Get("migration.new_addr").String(); ca != "" && len(addrs) > 0 && hostOf(ca) != addrs[len(addrs)-1] {
+					d.fail("%s: client log moved to %s, survey says %s", id, addrs[len(addrs)-1], ca)
+					continue
+				}
+				if kind == "ip" {
+					verified++
+				}
+				d.note("%s: %s", id, found)
+				continue
+			}
 			addrs := v.clientLogAddrs(im, rep)
 			if len(addrs) > 0 {
 				nw := addrs[len(addrs)-1]
@@ -622,8 +746,9 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 			d.fail("%s: default_us %d, the default_rtt constant is %d", id, du.Int(), defRTT)
 			continue
 		}
-		if op := rep.Get("rtt.old_path_us"); op.Exists() && op.Int() != 0 && lastBefore > 0 && !roughly(op.Int(), lastBefore, 0.25) {
-			d.fail("%s: old-path RTT %d µs, the trace reads %d µs before migrating", id, op.Int(), lastBefore)
+		cfgA, cfgB := v.configuredRTT(im, rep, "A"), v.configuredRTT(im, rep, "B")
+		if op := rep.Get("rtt.old_path_us"); op.Exists() && op.Int() != 0 && lastBefore > 0 && op.Int() != cfgA && !roughly(op.Int(), lastBefore, 0.25) {
+			d.fail("%s: old-path RTT %d µs is neither the configured path A RTT (%d µs) nor what the trace reads before migrating (%d µs)", id, op.Int(), cfgA, lastBefore)
 			continue
 		}
 		newPath := rep.Get("new_path_rtt_us").Int()
@@ -633,8 +758,8 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 		pvs := pathValidationRTTs(f)
 		badNew := false
 		for _, field := range []string{"new_path_rtt_us", "rtt.new_path_us"} {
-			if nv := rep.Get(field).Int(); nv > 0 && len(pvs) > 0 && !roughly(nv, pvs[0], 0.25) {
-				d.fail("%s: %s %d µs, the path-validation round trip took %d µs", id, field, nv, pvs[0])
+			if nv := rep.Get(field).Int(); nv > 0 && len(pvs) > 0 && nv != cfgB && !roughly(nv, pvs[0], 0.25) {
+				d.fail("%s: %s %d µs is neither the configured path B RTT (%d µs) nor near the path-validation round trip (%d µs)", id, field, nv, cfgB, pvs[0])
 				badNew = true
 			}
 		}

@@ -10,8 +10,8 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 

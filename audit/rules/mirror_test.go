@@ -153,6 +153,17 @@ func TestMirrorAudits(t *testing.T) {
 					}
 				}
 			}
+			if tc.impl == "msquic" {
+				roles := map[string]audit.Answer{}
+				for _, f := range rep.Findings {
+					if f.Rule == "msquic/congestion-reset" {
+						roles[f.Role] = f.Answer
+					}
+				}
+				if roles["both"] != audit.Asymmetric || roles["observing"] != audit.Yes || roles["migrating"] != audit.No {
+					t.Errorf("msquic Q1 by role = %v, want both ASYMMETRIC, observing YES, migrating NO", roles)
+				}
+			}
 			for _, c := range tc.consts {
 				f := findConst(rep.Findings, c.q, c.label)
 				if f == nil {

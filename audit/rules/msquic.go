@@ -132,7 +132,21 @@ var msquicQ1 = &audit.Rule{
 			f.Answer = audit.Unknown
 			f.Mechanism = fmt.Sprintf("reset on path switch %d, LOCAL_ADDRESS setter %q with %d resets", len(onPathSwitch), setter, len(resets))
 		}
-		return []audit.Finding{f}, nil
+		out := []audit.Finding{f}
+		if f.Answer == audit.Asymmetric {
+			obs := p.Finding(audit.Yes, "QuicPathSetActive resets the connection-wide controller when the peer's IP changes (port-only changes exempt)")
+			obs.Role = "observing"
+			obs.Evidence = callEvidence(p, onPathSwitch, "call")
+			mig := p.Finding(audit.No, "the client's "+param+" setter changes Paths[0] in place; no reset")
+			mig.Role = "migrating"
+			for _, e := range f.Evidence {
+				if strings.Contains(e.Note, "in place") || strings.Contains(e.Note, "server") {
+					mig.Evidence = append(mig.Evidence, e)
+				}
+			}
+			out = append(out, obs, mig)
+		}
+		return out, nil
 	},
 }
 

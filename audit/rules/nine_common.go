@@ -455,10 +455,14 @@ func (x *n9) combined(q audit.Question, mig, obs audit.Finding) audit.Finding {
 	return f
 }
 
-// hook builds the finding for one reset / migration hook: its definitions
-// and every production call site; with no call site it is dead (INERT).
+// hook builds the finding for one reset / migration hook (Role ""): its
+// definitions and every production call site; with no call site it is dead
+// (Answer INERT), otherwise it has no Answer and Counts["call_sites"] > 0.
 func (x *n9) hook(name, what string, defs []syntax.Def, calls []syntax.Call) audit.Finding {
-	f := x.p.Finding(audit.Yes, "")
+	// A reachable hook carries no verdict of its own (Answer ""): whether it
+	// makes the implementation compliant is the role findings' business, and a
+	// "YES" here would contradict, say, a reset that is reachable only on Retry.
+	f := x.p.Finding("", "")
 	f.Question = audit.Q1
 	f.Counts["implementations"] = len(defs)
 	f.Counts["call_sites"] = len(calls)

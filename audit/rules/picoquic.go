@@ -138,6 +138,9 @@ var picoResetDispatch = &audit.Rule{
 		f.Counts["dispatch_sites"] = len(sites)
 		f.Counts["values_dispatched"] = len(dispatched)
 		f.Counts["reset_dispatches"] = dispatch[picoResetValue]
+		// the hook tally every Q1 finding with a hook carries (study F1)
+		f.Counts["implementations"] = handlers
+		f.Counts["call_sites"] = dispatch[picoResetValue]
 		for _, v := range values {
 			f.Counts["dispatched:"+strings.TrimPrefix(v.Name, "picoquic_congestion_notification_")] = dispatch[v.Name]
 		}
@@ -276,7 +279,7 @@ var picoPathValidation = &audit.Rule{
 			}
 		}
 		f := p.Finding(audit.No, "")
-		f.Role = "both"
+		f.Role = "" // supporting the combined answer of picoquic/reset-notification
 		f.Counts["calls_in_handler"] = len(calls)
 		f.Counts["rtt_calls"] = len(rtt)
 		f.Counts["cc_calls"] = len(cc)

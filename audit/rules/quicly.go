@@ -65,6 +65,17 @@ func qlyObserving(x *n9) (n9Verdict, bool) {
 		}
 		v.note("No port-only exemption: paths are matched on the full remote address (compare_socket_address includes the port), so a NAT rebinding is promoted and reset too.")
 	}
+	if df := x.file("lib/defaults.c"); df != nil {
+		for _, a := range df.Assigns("") {
+			if a.Func == "" && strings.TrimPrefix(a.LHS, ".") == "max_path_validation_failures" {
+				if d, ok := x.def(strings.TrimSpace(a.RHS)); ok {
+					v.add(x.ev(a.Pos, "setting", "max_path_validation_failures = "+a.RHS+" = "+d.Value+" (0 would disable responding to migration)"))
+					v.note("Server-side migration is on by default (max_path_validation_failures = %s).", d.Value)
+				}
+				break
+			}
+		}
+	}
 	switch {
 	case okC && okR && len(rttInit.Args) == 3 && strings.Contains(rttInit.Args[2].Text, "rtt.smoothed"):
 		v.Answer = audit.ResetKeepsRTT

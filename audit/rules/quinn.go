@@ -141,6 +141,20 @@ func quinnQ1(p *audit.Pass) ([]audit.Finding, error) {
 	for _, a := range x.assignsIn(reset) {
 		h.Evidence = append(h.Evidence, x.ev(a.Pos, "assignment", "PathData::reset assigns "+a.LHS))
 	}
+	exposed := 0
+	for _, f := range x.set {
+		if strings.HasPrefix(f.Path, "quinn/src/") {
+			for _, m := range f.Mentions("path_changed") {
+				if m.Kind != syntax.MentionComment && m.Kind != syntax.MentionString {
+					exposed++
+				}
+			}
+		}
+	}
+	h.Counts["mentions_in_quinn_crate"] = exposed
+	if exposed == 0 {
+		h.Detail = "Public only on quinn_proto::Connection: the high-level quinn crate neither calls nor re-exposes it, and quinn's own Rebind path (local_address_changed) does not use it."
+	}
 	out = append(out, h)
 	resetCalls := n9Filter(x.calls("reset"), func(c syntax.Call) bool { return c.Callee == "self.path.reset" })
 	out = append(out, x.hook("PathData::reset", "assigns rtt and congestion and resets MTU discovery", []syntax.Def{reset}, resetCalls))
@@ -201,7 +215,7 @@ func quinnQ3(p *audit.Pass) ([]audit.Finding, error) {
 		case strings.Contains(g, "generation"):
 			as = append(as, n9Aspect{"growth", audit.Yes, "on_ack gated by path generation", []audit.Evidence{x.ev(c.Pos, "call", g)}})
 		case strings.Contains(g, "challenge.is_none()"):
-			as = append(as, n9Aspect{"growth", audit.Split, "old-path ACKs are kept from on_ack only while the new path is being validated (`" + g + "`), not after", []audit.Evidence{x.ev(c.Pos, "call", g)}})
+			as = append(as, n9Aspect{"growth", audit.No, "partial: old-path ACKs are kept from on_ack only while the new path is being validated (`" + g + "`), not after", []audit.Evidence{x.ev(c.Pos, "call", g)}})
 		default:
 			as = append(as, n9Aspect{"growth", audit.No, "on_ack ungated", []audit.Evidence{x.ev(c.Pos, "call", g)}})
 		}

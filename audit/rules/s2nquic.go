@@ -134,7 +134,10 @@ func s2nQ1(p *audit.Pass) ([]audit.Finding, error) {
 		return x.absent(audit.Q1), nil
 	}
 	fm, fo := x.finding(audit.Q1, n9Migrating, m), x.finding(audit.Q1, n9Observing, o)
-	return []audit.Finding{fm, fo, x.combined(audit.Q1, fm, fo)}, nil
+	hcm := x.optFn(s2nManager, "handle_connection_migration", "")
+	h := x.hook("path::Manager::handle_connection_migration", "creates the new Path with fresh RTT estimator and controller", []syntax.Def{hcm},
+		n9Filter(x.calls("handle_connection_migration"), func(c syntax.Call) bool { return c.Func != "handle_connection_migration" }))
+	return []audit.Finding{fm, fo, x.combined(audit.Q1, fm, fo), h}, nil
 }
 
 func s2nQ2(p *audit.Pass) ([]audit.Finding, error) {

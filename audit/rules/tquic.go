@@ -119,7 +119,8 @@ func tquicQ1(p *audit.Pass) ([]audit.Finding, error) {
 		o.add(x.ev(rn.Pos, "assignment", "recovery: "+rn.RHS))
 	}
 	fm, fo := x.finding(audit.Q1, n9Migrating, m), x.finding(audit.Q1, n9Observing, o)
-	return []audit.Finding{fm, fo, x.combined(audit.Q1, fm, fo)}, nil
+	h := x.hook("Connection::migrate_path", "public migration API whose body is a TODO returning Err(InternalError)", []syntax.Def{mp}, x.calls("migrate_path"))
+	return []audit.Finding{fm, fo, x.combined(audit.Q1, fm, fo), h}, nil
 }
 
 func tquicQ2(p *audit.Pass) ([]audit.Finding, error) {

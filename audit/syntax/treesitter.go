@@ -244,7 +244,11 @@ func (ix *tsIndexer) define(n *Node, ctx *tsCtx) {
 				}
 				nm := declName(d)
 				switch {
+				case d.Kind == "function_declarator" && n.Kind == "field_declaration" && d.Child("declarator") != nil && identKinds[d.Child("declarator").Kind]:
+					// a C++ method declared in its class
+					add(nm, DefPrototype, enclosingClass(f, n), "")
 				case hasKind(d, "function_declarator") && n.Kind == "field_declaration":
+					// a function-pointer field (vtable slot)
 					add(nm, DefField, enclosingClass(f, n), "")
 				case hasKind(d, "function_declarator"):
 					add(nm, DefPrototype, enclosingClass(f, n), "")
@@ -519,6 +523,9 @@ func (ix *tsIndexer) classify(n *Node) Mention {
 			case "function_definition":
 				return Mention{Kind: MentionDefinition}
 			case "field_declaration":
+				if top.Kind == "function_declarator" && n.Parent == top {
+					return Mention{Kind: MentionDeclaration} // C++ method declared in its class
+				}
 				return Mention{Kind: MentionField}
 			case "declaration", "parameter_declaration", "type_definition":
 				if q.Kind == "type_definition" {

@@ -255,6 +255,12 @@ type MigrationFigures struct {
 	// separately (last sample within 2 s after the migration).
 	OldCwndAfter  int64 `json:"old_cwnd_after"`
 	OldRTTAfterUS int64 `json:"old_rtt_after_us"`
+	// ValidationUS is how long validating the new path took as this side
+	// saw it: probe → PathEvent::Validated (client), New → Validated
+	// (server); 0 when no validation was logged. Compare it with
+	// NewRTTAtSwitch: RFC 9002 §6.2.2 (Q2) allows seeding the new path's
+	// RTT with it.
+	ValidationUS int64 `json:"validation_us,omitempty"`
 	// StartsAtInitial: NewCwndFirst equals the connection's own initial
 	// window as measured on the first path's first sample.
 	StartsAtInitial bool `json:"starts_at_initial"`
@@ -425,6 +431,7 @@ func Summarize(dir, role string) (Summary, error) {
 			m.NewMinRTTAfterUS, m.NewMedianRTTAfterUS = after[0], after[len(after)/2]
 		}
 		m.StartsAtInitial = m.NewCwndFirst == s.InitialWindow
+		m.ValidationUS = validation(evs, role, m.NewAddr, c.at)
 		s.Migrations = append(s.Migrations, m)
 	}
 	return s, nil
@@ -462,6 +469,9 @@ func (s Summary) Lines() []string {
 		} else {
 			start = fmt.Sprintf("back onto a path object quiche already had, carrying cwnd %d B into the switch (its initial window would be %d B)",
 				m.NewCwndAtSwitch, s.InitialWindow)
+		}
+		if m.ValidationUS > 0 {
+			start += fmt.Sprintf("; path validation took %.1f ms and the new path's smoothed RTT at the switch was %.0f ms", float64(m.ValidationUS)/1000, float64(m.NewRTTAtSwitch)/1000)
 		}
 		out = append(out, fmt.Sprintf("%s migration %d at %.3f s (%s, %s): %s → %s %s; old path cwnd %d B (peak %d B), smoothed RTT %.0f ms before; old path min smoothed RTT %.0f ms; new path first measured RTT %.0f ms (median %.0f ms over the next 2 s, min %.0f ms while active); old path afterwards cwnd %d B, RTT %.0f ms, reported separately",
 			s.Role, i+1, float64(m.AtUS)/1e6, m.Evidence, kind, m.OldAddr, m.NewAddr, start,
@@ -504,4 +514,29 @@ func lastNewBefore(evs []Event, at int64) int64 {
 		}
 	}
 	return t
+}
+
+// validation returns probe/New → Validated for the path to addr, the last
+// such pair before at (µs), or 0.
+func validation(evs []Event, role, addr string, at int64) int64 {
+	start, d := int64(-1), int64(0)
+	for _, e := range evs {
+		if e.TimeUS > at {
+			break
+		}
+		moving := e.Peer
+		if role != "server" {
+			moving = e.Local
+		}
+		if moving != addr {
+			continue
+		}
+		switch {
+		case role == "server" && e.Event == "New", role != "server" && e.Event == "harness" && e.What == "probe":
+			start = e.TimeUS
+		case e.Event == "Validated" && start >= 0:
+			d = e.TimeUS - start
+		}
+	}
+	return d
 }

@@ -86,8 +86,8 @@ func RunDown(opt DownOptions, w io.Writer) error {
 			}
 			return nil
 		}
-	} else if len(Live()) == 0 {
-		fmt.Fprintln(w, "no testbed is up")
+	} else if !anyDetached() {
+		fmt.Fprintln(w, "no testbed is up (instances private to a running process are left alone)")
 		return nil
 	}
 	t, err := Attach(opt.Name)
@@ -169,8 +169,8 @@ func RunStatus(opt StatusOptions, w io.Writer) error {
 		fmt.Fprintln(w, "no testbed is up")
 	}
 	for _, is := range st.Up {
-		held := "in-process"
-		if is.Control != "" {
+		held := "private to its starter"
+		if is.Detached {
 			held = "detached"
 		}
 		fmt.Fprintf(w, "%s  up since %s, holder pid %d (%s)", is.Name, is.Started.Format(time.RFC3339), is.PID, held)
@@ -214,7 +214,7 @@ func RunCalibrate(ctx context.Context, opt CalibrateCmdOptions, w io.Writer) err
 	switch {
 	case opt.Name != "":
 		t, err = Attach(opt.Name)
-	case len(Live()) > 0:
+	case anyDetached():
 		t, err = Attach("")
 	default:
 		fmt.Fprintln(w, "no testbed is up: bringing one up for this calibration")
@@ -262,6 +262,11 @@ func writeNew(path string, b []byte) error {
 		os.Remove(tmp.Name())
 		return err
 	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
 		return err
@@ -278,4 +283,13 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+func anyDetached() bool {
+	for _, in := range Live() {
+		if in.Detached {
+			return true
+		}
+	}
+	return false
 }

@@ -10,14 +10,16 @@
 //	migaudit-<name>-cli   client: pathA 198.18.1.2/32, pathB 198.18.2.2/32
 //	migaudit-<name>-srv   server: 198.18.0.1/32 on lo (never changes)
 //
-// Each namespace has one TUN device per path ("pathA", "pathB"). The TUN
-// file descriptors are held by the process that called Up; a user-space
-// link emulator (package linkemu) reads every packet a namespace sends on a
-// path, passes it through that path's token bucket (rate, burst), drop-tail
-// queue and random loss, holds it for half the path's RTT on a compensated
-// high-resolution schedule, and writes it into the other namespace's TUN
-// device of the same path. Nothing is connected to the host network: the
-// root namespace gets no interface and no route.
+// Each namespace has one TUN device per path ("pathA", "pathB"). Their
+// file descriptors are held by a holder process (see Lifetime) running the
+// user-space link emulator, package linkemu: one SCHED_FIFO thread per
+// path and direction reads every packet a namespace sends on a path,
+// passes it through that path's token bucket (rate, burst), drop-tail
+// queue and random loss, holds it for half the path's RTT on a
+// compensated high-resolution schedule (ppoll with 1 ns timer slack, raw
+// system calls, no Go scheduler hand-offs), and writes it into the other
+// namespace's TUN device of the same path. Nothing is connected to the
+// host network: the root namespace gets no interface and no route.
 //
 // Client routing: policy rules send a socket bound to ClientAddrA out by
 // path A and one bound to ClientAddrB out by path B (tables 101/102); the
@@ -45,7 +47,8 @@
 //	func Standard() Config // A 20mbit,20ms  B 20mbit,40ms (the study's operating point)
 //	func StepDown() Config // A 20mbit,20ms  B 20mbit,60ms
 //
-//	func Up(ctx context.Context, cfg Config) (*Testbed, error) // in-process emulator until Down
+//	func Up(ctx context.Context, cfg Config) (*Testbed, error)         // holder tied to this process, until Down
+//	func UpDetached(ctx context.Context, cfg Config) (*Testbed, error) // holder outlives us (`testbed up`)
 //	func Attach(name string) (*Testbed, error) // instance held by `migaudit testbed up` ("" = the only one)
 //	func (*Testbed) Down() error               // idempotent; kills processes left in the namespaces
 //	func (*Testbed) Name() string
@@ -59,6 +62,8 @@
 //	func (*Testbed) Path(path string) (PathSpec, error)   // current emulation of a path
 //	func (*Testbed) SetPath(path string, s PathSpec) error // change a path live (queued packets keep their schedule)
 //	func (*Testbed) Counters() (map[string]PathCounters, error) // keys "A", "B"
+//	func (*Testbed) EmulatorTiming() (map[string]linkemu.Timing, error) // per "A/up" etc.: lateness vs schedule, CPU
+//	func (*Testbed) Holder() (HolderInfo, error)          // holder pid, scheduling class obtained
 //
 //	type PathCounters struct{ Up, Down DirCounters } // Up = client→server
 //	type DirCounters struct{ Packets, Bytes, QueueDrops, LossDrops uint64 }
@@ -68,34 +73,48 @@
 // Calibrate runs the four gates on each path (restoring the path's spec
 // afterwards) and returns a JSON-serialisable record with every measured
 // figure; when a gate fails the record is still returned together with a
-// *GateError naming the gate, the path and the numbers:
+// *GateError (errors.Join of one per gate) naming the gate, the path and
+// the numbers:
 //
 //  1. timing: UDP echo at RTT 10/20/40 ms — median within ±2 %, mean
-//     absolute deviation ≤ 200 µs;
-//  2. throughput: TCP bulk transfer at 20/50/100 Mbit/s — goodput within −3 %
-//     of rate × MSS/(MTU) (framing overhead), min/max spread over repeats
-//     reported and bounded;
+//     absolute deviation ≤ 200 µs. RTT = client kernel receive − client
+//     kernel transmit − server kernel turnaround (SO_TIMESTAMPING), i.e.
+//     exactly what the emulator imposed;
+//  2. throughput: TCP bulk transfer at 20/50/100 Mbit/s — goodput
+//     (tcpi_bytes_received between warm-up and end) ≥ 97 % and ≤ 101 % of
+//     rate × MSS/MTU, min/max spread over repeats ≤ 3 %;
 //  3. dispersion: trains of K=16 UDP packets of 1242 B, the leading
-//     ⌈burst/1242⌉ discarded, rate from the least-squares slope of kernel
-//     receive timestamps — within ±2 % at 20/50/100 Mbit/s;
+//     ⌊burst/1242⌋ discarded, rate from the least-squares slope of kernel
+//     receive timestamps — median within ±2 % at 20/50/100 Mbit/s;
 //  4. isolation: per-path counters — bound to A uses A only, bound to B uses
 //     B only, unbound follows the main table, and after RouteVia("B") it
 //     moves to B with source ClientAddrB.
 //
+// A SCHED_FIFO sentinel thread records host stalls (1 ms wake-ups more
+// than 1 ms late) during every measurement; a measurement that failed
+// while the host stalled is repeated (CalibrateOptions.Attempts, default
+// 3), and every discarded attempt is kept in the record. Thresholds are
+// never widened.
+//
 // # Lifetime and cleanup
 //
-// Up starts a small reaper process (its own process group, immune to
-// terminal signals) holding a pipe to the caller: if the caller dies in any
-// way — SIGINT, SIGTERM, SIGKILL, an unrecovered panic in any goroutine —
-// the pipe closes and the reaper kills every process left in the
-// instance's namespaces and deletes them; the TUN devices vanish with the
-// caller's file descriptors. Down does the same synchronously and tells
-// the reaper to stand down. Up does not install signal handlers, so a
-// caller may handle SIGINT itself (and then call Down).
+// Up re-executes the current binary as the holder (this package's init
+// turns the process into the holder when MIGAUDIT_TESTBED_HOLDER is set;
+// so it works from migaudit and from test binaries alike). Keeping the
+// emulator out of the caller's process keeps the caller's garbage
+// collector out of its timing. The holder runs with GC off (memory limit
+// 256 MiB) and in its own process group (a terminal's ^C goes to the
+// caller); it holds a pipe from the caller and tears the instance down
+// when that pipe closes — so the caller's death by any means (SIGINT,
+// SIGTERM, SIGKILL, an unrecovered panic in any goroutine) removes every
+// namespace, TUN device and process the instance created. The holder in
+// turn starts a reaper (sh, own process group) that does the same if the
+// holder itself is killed. Up installs no signal handlers: a caller may
+// catch SIGINT itself and then call Down.
 //
-// `migaudit testbed up` re-executes migaudit as a detached daemon
-// (`migaudit testbed daemon`, hidden) that calls Up and holds the instance
-// until `migaudit testbed down`; its state, log and control socket are in
-// StateDir/<name>/. Stale instances (namespaces with Prefix whose holder is
-// gone) are listed by Stale and removed by RemoveStale.
+// UpDetached (used by `migaudit testbed up`) starts the holder in its own
+// session; it holds the instance until Down (over its control socket),
+// SIGINT, SIGTERM or SIGHUP. Its record, log and control socket are in
+// StateDir/<name>/. Instances whose holder is gone are listed by Stale and
+// removed by RemoveStale (only Prefix namespaces and StateDir entries).
 package testbed

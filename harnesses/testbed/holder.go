@@ -87,6 +87,7 @@ func holderMain(specJSON string) int {
 		return fail(err)
 	}
 	in.Control = sock
+	in.Detached = spec.Detached
 	if err := writeInstance(in); err != nil {
 		return fail(err)
 	}
@@ -130,9 +131,13 @@ func spawn(ctx context.Context, cfg Config, detached bool) (*Testbed, error) {
 	if err := checkConfig(&cfg); err != nil {
 		return nil, err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("testbed %q: find own executable to run the holder: %w", cfg.Name, err)
+	// /proc/self/exe: exactly this binary, even if its file was replaced
+	// or deleted since we started.
+	exe := "/proc/self/exe"
+	if _, err := os.Stat(exe); err != nil {
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("testbed %q: find own executable to run the holder: %w", cfg.Name, err)
+		}
 	}
 	specJSON, _ := json.Marshal(holderSpec{Config: cfg, Detached: detached})
 	readyR, readyW, err := os.Pipe()

@@ -24,13 +24,16 @@ var StateDir = "/run/migaudit"
 
 // Instance is the record in StateDir/<name>/instance.json.
 type Instance struct {
-	Name     string    `json:"name"`
-	PID      int       `json:"pid"`
-	PIDStart uint64    `json:"pid_start"` // /proc/<pid>/stat starttime, against pid reuse
-	ClientNS string    `json:"client_ns"`
-	ServerNS string    `json:"server_ns"`
-	Config   Config    `json:"config"`
-	Control  string    `json:"control,omitempty"` // control socket when held by the daemon
+	Name     string `json:"name"`
+	PID      int    `json:"pid"`
+	PIDStart uint64 `json:"pid_start"` // /proc/<pid>/stat starttime, against pid reuse
+	ClientNS string `json:"client_ns"`
+	ServerNS string `json:"server_ns"`
+	Config   Config `json:"config"`
+	Control  string `json:"control,omitempty"` // the holder's control socket
+	// Detached: held by `migaudit testbed up` until `testbed down`; else
+	// private to the process that called Up (e.g. a `migaudit run`).
+	Detached bool      `json:"detached"`
 	Started  time.Time `json:"started"`
 }
 
@@ -76,6 +79,11 @@ func writeAtomic(path string, b []byte) error {
 		return err
 	}
 	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil { // status works for anyone
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return err
@@ -151,8 +159,12 @@ func instanceNames() []string {
 func Stale() []Leftover {
 	var out []Leftover
 	for _, n := range instanceNames() {
-		if in, err := ReadInstance(n); err == nil && in.Alive() {
+		in, err := ReadInstance(n)
+		if err == nil && in.Alive() {
 			continue
+		}
+		if errors.Is(err, os.ErrPermission) {
+			continue // cannot tell; never call someone else's instance stale
 		}
 		l := Leftover{Name: n}
 		for _, ns := range []string{clientNS(n), serverNS(n)} {
@@ -219,14 +231,15 @@ type response struct {
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
-// Attach returns a handle on an instance held by another process
-// (`migaudit testbed up`); "" picks the only live daemon-held instance.
+// Attach returns a handle on an instance held by another process; ""
+// picks the only live detached instance (`migaudit testbed up`) — never
+// one private to another process such as a running `migaudit run`.
 // Every method works on it; Down asks the holder to go down.
 func Attach(name string) (*Testbed, error) {
 	if name == "" {
 		var held []Instance
 		for _, in := range Live() {
-			if in.Control != "" {
+			if in.Control != "" && in.Detached {
 				held = append(held, in)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -458,17 +459,46 @@ func collectRuns(o Options) (map[string][]runRep, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", rd, err)
 			}
-			rel := relTo(o.RepoRoot, rd)
-			tr := an.Trace
-			if tr != "" && !filepath.IsAbs(tr) {
-				if _, err := os.Stat(filepath.Join(rd, filepath.Base(tr))); err == nil {
-					tr = filepath.Join(rd, filepath.Base(tr))
-				}
+			if sc, _ := man["scenario"].(string); sc != "" && sc != "standard" {
+				continue // the survey answers the study's standard migration; other scenarios are reported by migaudit run
 			}
-			out[pin.Name] = append(out[pin.Name], runRep{Dir: rel, Manifest: man, Analysis: &an, Trace: relTo(o.RepoRoot, tr)})
+			tr, err := findTrace(o.RepoRoot, rd, an.Trace, man)
+			if err != nil {
+				return nil, err
+			}
+			out[pin.Name] = append(out[pin.Name], runRep{Dir: relTo(o.RepoRoot, rd), Manifest: man, Analysis: &an, Trace: relTo(o.RepoRoot, tr)})
 		}
 	}
 	return out, nil
+}
+
+// findTrace locates a repetition's server trace: the manifest's
+// result.server_trace inside the repetition directory, the analysis' trace
+// path, or a file of that name under the directory (evidence copied from
+// results/ keeps its layout but not its absolute prefix).
+func findTrace(root, rd, analysisTrace string, man map[string]any) (string, error) {
+	var cands []string
+	if res, ok := man["result"].(map[string]any); ok {
+		if st, ok := res["server_trace"].(string); ok && st != "" {
+			cands = append(cands, filepath.Join(rd, st))
+		}
+	}
+	if analysisTrace != "" {
+		cands = append(cands, filepath.Join(root, analysisTrace), analysisTrace, filepath.Join(rd, filepath.Base(analysisTrace)))
+		base := filepath.Base(analysisTrace)
+		_ = filepath.Walk(rd, func(p string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() && info.Name() == base {
+				cands = append(cands, p)
+			}
+			return nil
+		})
+	}
+	for _, c := range cands {
+		if st, err := os.Stat(c); err == nil && !st.IsDir() {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("%s: server trace not found (analysis.json names %q)", rd, analysisTrace)
 }
 
 func relTo(root, p string) string {
@@ -518,9 +548,7 @@ func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []
 					rep.Calibration = filepath.Join(r.Dir, c)
 				}
 			}
-			if v, ok := r.Manifest["version"].(string); ok {
-				rep.Version = v
-			}
+			enrichFromManifest(&rep, r.Manifest, filepath.Join(o.RepoRoot, r.Dir))
 			l.Repetitions = append(l.Repetitions, rep)
 		}
 		finishLive(l)
@@ -553,6 +581,107 @@ func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []
 	logf(w, "%-9s live: reference trace %s", pin.Name, rel)
 	_ = cons
 	return l, notes, nil
+}
+
+// logMove finds the endpoints' own record of the peer's address change:
+// JSON lines {"ev":"peer_address"|"switched","from":...,"to":...} in the
+// repetition's stderr/stdout files (the server's first: it observes).
+func logMove(dir string) (from, to, src string, ok bool) {
+	for _, name := range []string{"server.stderr", "server.stdout", "client.stderr", "client.stdout"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			i := strings.Index(line, "{")
+			if i < 0 {
+				continue
+			}
+			var ev struct{ Ev, From, To string }
+			if json.Unmarshal([]byte(line[i:]), &ev) != nil {
+				continue
+			}
+			if (ev.Ev == "peer_address" || ev.Ev == "switched") && ev.From != "" && ev.To != "" {
+				return ev.From, ev.To, name, true
+			}
+		}
+	}
+	return "", "", "", false
+}
+
+func hostOf(a string) string {
+	if h, _, err := net.SplitHostPort(a); err == nil {
+		return h
+	}
+	return a
+}
+
+// num reads a number at a path of keys in a decoded manifest.
+func num(m map[string]any, keys ...string) (float64, bool) {
+	var cur any = m
+	for _, k := range keys {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		cur = mm[k]
+	}
+	f, ok := cur.(float64)
+	return f, ok
+}
+
+// enrichFromManifest adds what the run recorded beside the trace: the
+// version, the configured new-path RTT, whether the emulator was
+// calibrated, and — where the trace logs no addresses — the per-path packet
+// counters and the client's own "Local address is now" line, which tell an
+// IP migration (traffic on both paths, each with its own address) from a
+// port-only rebinding.
+func enrichFromManifest(rep *survey.Repetition, man map[string]any, dir string) {
+	if v, ok := man["version"].(string); ok {
+		rep.Version = v
+	}
+	if b, ok := num(man, "paths", "B", "rtt_us"); ok {
+		rep.NewPathRTTUS = int64(b)
+	}
+	if cal, ok := man["calibration"].(map[string]any); ok {
+		if c, _ := cal["calibrated"].(bool); !c {
+			rep.Warnings = append(rep.Warnings, "run on an uncalibrated emulator (--skip-calibration)")
+		}
+	}
+	if rep.Migration.Kind != "path-change" {
+		return
+	}
+	if from, to, src, ok := logMove(dir); ok {
+		rep.Migration.OldAddr, rep.Migration.NewAddr = from, to
+		if hostOf(from) != hostOf(to) {
+			rep.Migration.Kind = "ip"
+		} else {
+			rep.Migration.Kind = "port-only"
+		}
+		rep.Migration.Evidence += fmt.Sprintf("; %s logs the peer moving %s → %s", src, from, to)
+		return
+	}
+	a, okA := num(man, "counters_after", "A", "to_server_packets")
+	b, okB := num(man, "counters_after", "B", "to_server_packets")
+	if !okA || !okB {
+		return
+	}
+	if a > 0 && b > 0 {
+		rep.Migration.Kind = "ip"
+		rep.Migration.Evidence += fmt.Sprintf("; per-path packet counters in the manifest: %d packets to the server on path A, %d on path B (each path has its own client address)", int64(a), int64(b))
+		if res, ok := man["result"].(map[string]any); ok {
+			if moves, ok := res["client_moves"].([]any); ok && len(moves) > 0 {
+				if mv, ok := moves[len(moves)-1].(map[string]any); ok {
+					if to, ok := mv["to"].(string); ok {
+						rep.Migration.NewAddr = strings.Trim(strings.Replace(to, "]:", ":", 1), "[")
+					}
+				}
+			}
+		}
+	} else if b == 0 {
+		rep.Migration.Kind = "port-only"
+		rep.Migration.Evidence += fmt.Sprintf("; per-path packet counters in the manifest: no packets on path B (%d on A): the client never left path A's address", int64(a))
+	}
 }
 
 func fromAnalysis(a *discriminator.Analysis, id, trace, sha string) survey.Repetition {

@@ -112,7 +112,7 @@ func TestUnknownImplementationIsAnError(t *testing.T) {
 func TestSVGMarksEveryEvent(t *testing.T) {
 	p := Plot{Title: "t <&>", FromUS: -1_000_000, ToUS: 2_500_000, ScopeFr: -50_000, ScopeTo: 2_000_000,
 		Points: []Point{{-900_000, 280414, 22000}, {40_735, 196289, -1}, {42_695, 40960, -1}, {45_000, -1, 40600}, {2_000_000, 90000, 40500}},
-		Marks: []Mark{{0, "migration (ip)", -1, "MIGRATION"}, {40_735, "LOSS_BACKOFF 196,289 B", 196289, "LOSS_BACKOFF"}, {42_695, "RESET 40,960 B", 40960, "RESET"}}}
+		Marks:  []Mark{{0, "migration (ip)", -1, "MIGRATION"}, {40_735, "LOSS_BACKOFF 196,289 B", 196289, "LOSS_BACKOFF"}, {42_695, "RESET 40,960 B", 40960, "RESET"}}}
 	var b bytes.Buffer
 	if err := WriteSVG(&b, p); err != nil {
 		t.Fatal(err)

@@ -1,9 +1,9 @@
 package congestion
 
 const (
-	renoBeta                = 0.7
+	renoBeta                   = 0.7
 	minCongestionWindowPackets = 2
-	initialCongestionWindow = 32
+	initialCongestionWindow    = 32
 )
 
 const DefaultInitialRTT = 100 * time.Millisecond
