@@ -1,6 +1,7 @@
 package parsers
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -32,7 +33,7 @@ import (
 // "path_seen" when a path id first appears, one "path_active" whenever the
 // row marked active belongs to a different path than before.
 func parseCSV(in *input, h timeline.Handler) error {
-	r := csv.NewReader(in.r)
+	r := csv.NewReader(&lineLimit{r: in.r, max: maxRecord})
 	r.ReuseRecord = true
 	r.TrimLeadingSpace = true
 	r.Comment = '#'
@@ -222,4 +223,32 @@ func csvErr(in *input, err error, off int64) error {
 		return in.errorf(pe.Line, off, "%v", pe.Err)
 	}
 	return in.readErr(err)
+}
+
+// lineLimit fails a read once a line exceeds max bytes: encoding/csv holds a
+// whole row in memory, and a row must not be allowed to be the whole file.
+type lineLimit struct {
+	r   io.Reader
+	max int
+	cur int
+}
+
+func (l *lineLimit) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	b := p[:n]
+	first := bytes.IndexByte(b, '\n')
+	if first < 0 {
+		l.cur += n
+	} else {
+		// Lines wholly inside b are shorter than b; only the one continued
+		// from earlier reads can be long.
+		if l.cur+first > l.max {
+			return 0, fmt.Errorf("CSV line longer than %d bytes", l.max)
+		}
+		l.cur = n - 1 - bytes.LastIndexByte(b, '\n')
+	}
+	if l.cur > l.max {
+		return 0, fmt.Errorf("CSV line longer than %d bytes", l.max)
+	}
+	return n, err
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/migaudit/migaudit/parsers/timeline"
 )
@@ -210,6 +212,67 @@ func TestTruncatedGzip(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), "parse "+name+": truncated gzip stream") {
 				t.Errorf("%s cut at %d%%: error %v", name, frac, err)
 			}
+		}
+	}
+}
+
+// TestJSONSeqTimeFormats checks the qlog header's time settings: relative
+// (default), delta (each time is an increment) and absolute (minus the
+// numeric reference_time), in ms unless configuration.time_units says us.
+func TestJSONSeqTimeFormats(t *testing.T) {
+	ev := func(tm string, cwnd int) string {
+		return "\x1e{\"time\":" + tm + ",\"name\":\"recovery:metrics_updated\",\"data\":{\"congestion_window\":" + strconv.Itoa(cwnd) + "}}\n"
+	}
+	tests := []struct {
+		header string
+		times  []string
+		want   []int64
+	}{
+		{`{"qlog_version":"0.3","trace":{"vantage_point":{"name":"ngtcp2"}}}`, []string{"1", "2.5"}, []int64{1000, 2500}},
+		{`{"qlog_version":"0.3","trace":{"vantage_point":{"name":"ngtcp2"},"common_fields":{"time_format":"delta"}}}`, []string{"1", "2.5", "0.25"}, []int64{1000, 3500, 3750}},
+		{`{"qlog_version":"0.3","trace":{"vantage_point":{"name":"ngtcp2"},"common_fields":{"time_format":"absolute","reference_time":1000}}}`, []string{"1001", "1010"}, []int64{1000, 10000}},
+		{`{"qlog_version":"0.3","trace":{"vantage_point":{"name":"ngtcp2"},"configuration":{"time_units":"us"}}}`, []string{"17", "25"}, []int64{17, 25}},
+	}
+	for _, tc := range tests {
+		in := "\x1e" + tc.header + "\n"
+		for i, tm := range tc.times {
+			in += ev(tm, 1000+i)
+		}
+		tl, err := parseBytes(t, "t.sqlog", []byte(in), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, s := range tl.Samples {
+			got = append(got, s.TimeUS)
+		}
+		if !equalInts(got, tc.want) {
+			t.Errorf("%s: times %v, want %v", tc.header, got, tc.want)
+		}
+	}
+}
+
+// TestLineLimit checks the guard that keeps a CSV row from being the whole file.
+func TestLineLimit(t *testing.T) {
+	for _, tc := range []struct {
+		in  string
+		max int
+		ok  bool
+	}{
+		{"ab\ncd\n", 2, true},
+		{"abc\nd\n", 2, false},
+		{"a\nbcdef", 4, false},
+		{strings.Repeat("abcd\n", 1000), 4, true},
+	} {
+		l := &lineLimit{r: iotest.OneByteReader(strings.NewReader(tc.in)), max: tc.max}
+		_, err := io.ReadAll(l)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q max %d (one byte at a time): err %v", tc.in, tc.max, err)
+		}
+		l = &lineLimit{r: strings.NewReader(tc.in), max: tc.max}
+		_, err = io.ReadAll(l)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q max %d: err %v", tc.in, tc.max, err)
 		}
 	}
 }

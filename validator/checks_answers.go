@@ -161,13 +161,15 @@ func checkAnswers(v *Validator, doc, im gjson.Result) (Status, string) {
 // by the vocabulary's own definitions: unanimous roles give that answer;
 // roles that differ give ASYMMETRIC when one role complies (YES) and
 // ROLE_DEPENDENT when none does (or UNKNOWN). Roles where the question does
-// not apply (N/A) do not count.
+// not apply (N/A, NOT_SUPPORTED) do not count.
 func rolesContradict(src string, roles gjson.Result) string {
 	vals := map[string]bool{}
 	var desc []string
 	roles.ForEach(func(_, r gjson.Result) bool {
 		desc = append(desc, r.Get("role").String()+" "+r.Get("answer").String())
-		if v := r.Get("answer").String(); v != "N/A" {
+		// A role where the question does not apply, or that cannot
+		// migrate at all, neither complies nor fails.
+		if v := r.Get("answer").String(); v != "N/A" && v != "NOT_SUPPORTED" {
 			vals[v] = true
 		}
 		return true

@@ -279,6 +279,15 @@ func lsqConstants(p *audit.Pass) ([]audit.Finding, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Where the zero srtt is replaced: TLP delay by INITIAL_RTT, retransmission delay by DEFAULT_RETX_DELAY.
+		for _, sub := range []string{"srtt = INITIAL_RTT", "delay = DEFAULT_RETX_DELAY"} {
+			if pos, ok := x.lineWith(lsqCtl, 1, sub); ok {
+				f.Evidence = append(f.Evidence, x.ev(pos, "reference", "fallback while srtt is 0"))
+			}
+		}
+		if rd, ok := x.def("DEFAULT_RETX_DELAY"); ok {
+			f.Detail += fmt.Sprintf("; a reset zeroes rtt_stats, so a stuck estimator reads srtt 0: the TLP delay then uses INITIAL_RTT and the retransmission delay DEFAULT_RETX_DELAY (%s µs)", strings.TrimSpace(strings.Split(rd.Value, "/*")[0]))
+		}
 		out = append(out, f)
 	}
 	if len(x.missing) > 0 {

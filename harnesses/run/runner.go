@@ -72,13 +72,13 @@ type Summary struct {
 
 // RepSummary is one repetition's line in the summary.
 type RepSummary struct {
-	Rep          int          `json:"rep"`
-	Dir          string       `json:"dir"`
-	Status       string       `json:"status"` // VALID, INVALID, FAILED
-	Verification Verification `json:"verification"`
-	Completed    bool         `json:"completed"`
-	Error        string       `json:"error,omitempty"`
-	Analysis     *discriminator.Analysis
+	Rep          int                     `json:"rep"`
+	Dir          string                  `json:"dir"`
+	Status       string                  `json:"status"` // VALID, INVALID, FAILED
+	Verification Verification            `json:"verification"`
+	Completed    bool                    `json:"completed"`
+	Error        string                  `json:"error,omitempty"`
+	Analysis     *discriminator.Analysis `json:"analysis,omitempty"`
 	// Return is the analysis of the B → A return in migrate-back.
 	Return *discriminator.Analysis `json:"return_analysis,omitempty"`
 }

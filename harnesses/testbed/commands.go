@@ -241,7 +241,10 @@ func RunCalibrate(ctx context.Context, opt CalibrateCmdOptions, w io.Writer) err
 		return fmt.Errorf("write calibration record: %w", err)
 	}
 	verdict := "PASS: all gates"
-	if gerr != nil {
+	switch {
+	case ctx.Err() != nil:
+		verdict = "INTERRUPTED (incomplete)"
+	case gerr != nil:
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(w, "%s; record %s\n", verdict, out)
