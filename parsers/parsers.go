@@ -147,7 +147,10 @@ func Parse(name string, r io.Reader, opt Options, h timeline.Handler) error {
 			return fmt.Errorf("parse %s: gzip header: %w", name, err)
 		}
 		z.Multistream(true)
-		src = &gzipReader{z: z}
+		// Decompress on the other core while this one parses.
+		ahead := newReadAhead(&gzipReader{z: z})
+		defer ahead.Close()
+		src = ahead
 		gz = true
 	}
 	in := &input{name: name, r: bufio.NewReaderSize(src, 256<<10), gz: gz}
@@ -260,4 +263,91 @@ func excerpt(b []byte) string {
 		return string(b[:60]) + "…"
 	}
 	return string(b)
+}
+
+// readAhead reads its source in a goroutine, a few chunks ahead of the
+// consumer, so decompression and parsing overlap. Close stops it.
+type readAhead struct {
+	chunks chan []byte
+	free   chan []byte
+	done   chan struct{}
+	cur    []byte
+	buf    []byte // chunk being consumed, to recycle
+	err    error
+	errc   chan error
+}
+
+const (
+	readAheadChunk = 256 << 10
+	readAheadDepth = 4
+)
+
+func newReadAhead(r io.Reader) *readAhead {
+	a := &readAhead{
+		chunks: make(chan []byte, readAheadDepth),
+		free:   make(chan []byte, readAheadDepth+1),
+		done:   make(chan struct{}),
+	}
+	for i := 0; i < readAheadDepth+1; i++ {
+		a.free <- make([]byte, readAheadChunk)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		defer close(a.chunks)
+		for {
+			var b []byte
+			select {
+			case b = <-a.free:
+			case <-a.done:
+				return
+			}
+			n, err := io.ReadFull(r, b)
+			if n > 0 {
+				select {
+				case a.chunks <- b[:n]:
+				case <-a.done:
+					return
+				}
+			}
+			if err == io.ErrUnexpectedEOF {
+				err = io.EOF // a short final chunk: io.ReadFull's view, not the stream's
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	a.errc = errc
+	return a
+}
+
+func (a *readAhead) Read(p []byte) (int, error) {
+	for len(a.cur) == 0 {
+		if a.err != nil {
+			return 0, a.err
+		}
+		if a.buf != nil {
+			a.free <- a.buf[:cap(a.buf)]
+			a.buf = nil
+		}
+		b, ok := <-a.chunks
+		if !ok {
+			a.err = <-a.errc
+			return 0, a.err
+		}
+		a.cur, a.buf = b, b
+	}
+	n := copy(p, a.cur)
+	a.cur = a.cur[n:]
+	return n, nil
+}
+
+// Close stops the goroutine; the reader must not be used afterwards.
+func (a *readAhead) Close() {
+	select {
+	case <-a.done:
+	default:
+		close(a.done)
+	}
 }

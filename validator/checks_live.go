@@ -578,6 +578,11 @@ func checkWindow(v *Validator, doc, im gjson.Result) (Status, string) {
 			d.fail("%s: scope starts at the trace's first sample: the initial window always appears there", id)
 			continue
 		}
+		// The study's scope: 50 ms before path validation to 2 s after.
+		if inst := instants(f); len(inst) > 0 && !(anyNear(from+50_000, inst, 1) && anyNear(to-2_000_000, inst, 1)) {
+			d.fail("%s: scope [%d, %d] µs is not 50 ms before to 2 s after a path-validation instant of the trace (%v)", id, from, to, inst)
+			continue
+		}
 		initial, minWin, factor := constantsOf(im, rep)
 		w := deriveWindow(f, from, at, to, initial)
 		claimed := rep.Get("events").Array()

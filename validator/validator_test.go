@@ -214,7 +214,10 @@ type mutant struct {
 // mutants perturbs every numeric value (×2+1), every answer (to another
 // category) and every evidence path, one at a time. The validator's own
 // output record ("validation") and the schema version are not claims.
-func mutants(raw []byte) []mutant {
+func mutants(raw []byte) []mutant { return mutantsBy(raw, func(v float64) float64 { return v*2 + 1 }) }
+
+// mutantsBy is mutants with a chosen numeric perturbation.
+func mutantsBy(raw []byte, perturb func(float64) float64) []mutant {
 	var doc any
 	json.Unmarshal(raw, &doc)
 	var out []mutant
@@ -241,7 +244,7 @@ func mutants(raw []byte) []mutant {
 				walk(c[i], fmt.Sprintf("%s/%d", path, i), func(n any) { c[i] = n })
 			}
 		case float64:
-			set(c*2 + 1)
+			set(perturb(c))
 			b, _ := json.Marshal(doc)
 			out = append(out, mutant{path, b})
 			set(c)
@@ -273,8 +276,11 @@ func mutants(raw []byte) []mutant {
 // when its failures differ from the unmutated survey's (so a survey that
 // already fails somewhere can still be scored).
 func mutationScore(t *testing.T, v *Validator, raw []byte) (killed int, survivors []string, total int) {
+	return scoreMutants(v, raw, mutants(raw))
+}
+
+func scoreMutants(v *Validator, raw []byte, ms []mutant) (killed int, survivors []string, total int) {
 	base := strings.Join(failures(v.Check(raw)), "\n")
-	ms := mutants(raw)
 	dead := make([]bool, len(ms))
 	var wg sync.WaitGroup
 	next := make(chan int)
@@ -315,6 +321,19 @@ func TestMutationScoreFixture(t *testing.T) {
 	}
 	if total < 100 {
 		t.Errorf("only %d mutants: the fixture is too small to mean anything", total)
+	}
+}
+
+// A smaller perturbation (+1 on every number) shows which claims are
+// checked exactly and which only within a tolerance (RTTs compared with
+// measured round trips, times within ±1 µs). Reported, not required.
+func TestSmallPerturbationFixture(t *testing.T) {
+	f := buildFixture(t)
+	v := f.validator()
+	killed, survivors, total := scoreMutants(v, f.raw, mutantsBy(f.raw, func(x float64) float64 { return x + 1 }))
+	t.Logf("+1 mutation score %d/%d; survivors (checked within a tolerance): %v", killed, total, survivors)
+	if killed*10 < total*7 {
+		t.Errorf("+1 mutation score %d/%d: most claims should be checked exactly", killed, total)
 	}
 }
 

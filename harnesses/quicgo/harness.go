@@ -2,6 +2,7 @@ package quicgo
 
 import (
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,9 +58,11 @@ func (h *Harness) Check(ctx context.Context) (run.Binaries, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, sum := QuicGoVersion()
-	if v == "" {
-		return nil, errors.New("quic-go harness: this migaudit binary carries no build info for github.com/quic-go/quic-go; rebuild with `go build ./cmd/migaudit`")
+	// Read the version from the executable that will run, not from this
+	// process (a test binary, or an older build, may differ).
+	v, sum, err := exeQuicGoVersion(exe)
+	if err != nil {
+		return nil, fmt.Errorf("quic-go harness: %s: %w; rebuild with `go build ./cmd/migaudit`", exe, err)
 	}
 	if im.LiveVersion != "" && v != im.LiveVersion {
 		return nil, fmt.Errorf("quic-go harness: migaudit was built with quic-go %s, expected %s (data/implementations.json live_version); `GOFLAGS=-mod=mod go get github.com/quic-go/quic-go@%s` and rebuild", v, im.LiveVersion, im.LiveVersion)
@@ -81,7 +84,10 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	if err != nil {
 		return res, err
 	}
-	v, _ := QuicGoVersion()
+	v, _, err := exeQuicGoVersion(exe)
+	if err != nil {
+		return res, fmt.Errorf("quic-go harness: %s: %w", exe, err)
+	}
 	res.Version = v
 	res.Settings["cc"] = "reno (quic-go's only controller)"
 	res.Settings["initial_packet_size"] = strconv.Itoa(InitialPacketSize)
@@ -195,6 +201,22 @@ func (h *Harness) ValidateCC(cc string) error {
 		return fmt.Errorf("quic-go %s cannot select congestion control %q: it has one controller, NewReno (congestion.NewCubicSender(..., true /* use Reno */) in internal/ackhandler/sent_packet_handler.go, also on migration); use --cc reno or leave --cc unset", vOrUnknown(), cc)
 	}
 	return nil
+}
+
+func exeQuicGoVersion(exe string) (version, sum string, err error) {
+	bi, err := buildinfo.ReadFile(exe)
+	if err != nil {
+		return "", "", fmt.Errorf("read Go build info: %w", err)
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/quic-go/quic-go" {
+			if d.Replace != nil {
+				return d.Replace.Version + " (replaced)", d.Replace.Sum, nil
+			}
+			return d.Version, d.Sum, nil
+		}
+	}
+	return "", "", errors.New("built without github.com/quic-go/quic-go")
 }
 
 func parseT(s string) time.Time {

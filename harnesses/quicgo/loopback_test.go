@@ -118,3 +118,18 @@ func TestLoopbackScenarios(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRefusesForeignExecutable: Check reads the quic-go version from
+// the executable that will run; a binary without it is refused.
+func TestCheckRefusesForeignExecutable(t *testing.T) {
+	_, err := (&Harness{Exe: "/bin/true"}).Check(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "rebuild") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := New().ValidateCC("bbr"); err == nil || !strings.Contains(err.Error(), "NewReno") {
+		t.Fatalf("ValidateCC(bbr) = %v", err)
+	}
+	if err := New().ValidateCC(""); err != nil {
+		t.Fatal(err)
+	}
+}

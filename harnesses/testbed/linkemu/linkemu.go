@@ -288,7 +288,10 @@ func (l *Link) run() {
 	}
 	for !l.stopped.Load() {
 		comp := l.comp.Load()
-		var timeout *unix.Timespec
+		// Idle: wake every 100 ms anyway, so that a stop-the-world (the
+		// holder has GC off, but a caller may not) never waits on us long.
+		ts = unix.NsecToTimespec(int64(100 * time.Millisecond))
+		timeout := &ts
 		timed := false
 		if n > 0 {
 			wait := q[head].due - comp - Now()

@@ -1,0 +1,172 @@
+package build
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/data"
+	"github.com/migaudit/migaudit/data/survey"
+	"github.com/migaudit/migaudit/discriminator"
+)
+
+func write(t *testing.T, p string, b []byte) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ev(path string, line int, excerpt, kind string) audit.Evidence {
+	return audit.Evidence{Path: path, Line: line, Excerpt: excerpt, Kind: kind,
+		Permalink: audit.Permalink("https://github.com/quic-go/quic-go", "2cfe6ee0b5ac905f7f7cecc0f2107d3b7bec2e93", path, line)}
+}
+
+// world lays out a repository root with one own-run repetition of quic-go
+// whose analysis says q1, and a mirror directory.
+func world(t *testing.T, q1 string) (root, mirrors string) {
+	root, mirrors = t.TempDir(), t.TempDir()
+	schema, err := os.ReadFile("../../survey.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, "data", "survey.schema.json"), schema)
+	rep := filepath.Join(root, "data", "evidence", "quic-go", "rep1")
+	write(t, filepath.Join(rep, "server.sqlog.gz"), []byte("trace bytes"))
+	write(t, filepath.Join(rep, "manifest.json"), []byte(`{"implementation":"quic-go","version":"v0.61.0","scenario":"standard",
+		"paths":{"A":{"rtt_us":20000},"B":{"rtt_us":40000}},"calibration":{"calibrated":true},"result":{"server_trace":"server.sqlog.gz"}}`))
+	write(t, filepath.Join(rep, "server.stdout"), []byte(`2026/12/02 peer {"ev":"peer_address","from":"198.18.1.2:5000","to":"198.18.2.2:6000"}`+"\n"))
+	an := discriminator.Analysis{Implementation: "quic-go", Trace: "results/x/rep1/server.sqlog.gz", Format: "quicgo-qlog", Vantage: "server",
+		Migration:   discriminator.Migration{Kind: "path-change", AtUS: 5_000_000, Evidence: "path_challenge received"},
+		ScopeFromUS: 4_950_000, ScopeToUS: 7_000_000, WindowBeforeBytes: 100000, WindowAfterBytes: 40960, ResetObserved: q1 == "YES",
+		Events: []discriminator.Collapse{{Kind: "RESET", AtUS: 5_040_000, ValueBytes: 40960, PreviousBytes: 70000}},
+		RTT:    discriminator.RTTAttribution{FirstAfterUS: 40500, Attribution: "new-path", NewPathUS: 40000},
+		Q1:     discriminator.Verdict{Answer: q1}, Q3: discriminator.Verdict{Answer: "YES"}}
+	b, _ := json.Marshal(an)
+	write(t, filepath.Join(rep, "analysis.json"), b)
+	os.MkdirAll(filepath.Join(mirrors, "quic-go+quic-go", "repo"), 0o755)
+	return root, mirrors
+}
+
+func fakeAudit(_ context.Context, im data.Implementation, _ string) ([]audit.Finding, error) {
+	if im.Name != "quic-go" {
+		return nil, errors.New("no audit rules registered")
+	}
+	return []audit.Finding{
+		{Impl: "quic-go", Question: audit.Q1, Role: "both", Answer: audit.Yes, Mechanism: "controller replaced",
+			Evidence: []audit.Evidence{ev("connection.go", 915, "c.sentPacketHandler.MigratedPath(now, initialPacketSize)", "call"),
+				ev("connection.go", 1295, "c.sentPacketHandler.MigratedPath(p.rcvTime, size)", "call"),
+				ev("internal/ackhandler/sent_packet_handler.go", 1120, "func (h *sentPacketHandler) MigratedPath(now monotime.Time, s protocol.ByteCount) {", "definition"),
+				ev("internal/ackhandler/interfaces.go", 38, "MigratedPath(now monotime.Time, initialMaxPacketSize protocol.ByteCount)", "mention")}},
+		{Impl: "quic-go", Question: audit.Q2, Role: "both", Answer: audit.No, Mechanism: "fixed default"},
+		{Impl: "quic-go", Question: audit.Q3, Role: "both", Answer: audit.Yes, Mechanism: "lost and removed"},
+		{Impl: "quic-go", Question: audit.ConstInitialWindow, Constant: &audit.ConstantFinding{Expr: "32*S", Params: map[string]float64{"S": 1280}, Value: 40960, Arithmetic: "32*1280 = 40960"},
+			Evidence: []audit.Evidence{ev("internal/congestion/cubic_sender.go", 20, "initialCongestionWindow = 32", "constant")}},
+	}, nil
+}
+
+func TestBuildJoinsSourceAndLive(t *testing.T) {
+	root, mirrors := world(t, "YES")
+	out := filepath.Join(root, "data", "survey_results.json")
+	s, err := Run(context.Background(), Options{Out: out, RepoRoot: root, Mirrors: mirrors, Only: []string{"quic-go", "picoquic"}, Audit: fakeAudit}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := survey.Read(out); err != nil {
+		t.Fatalf("written survey does not re-read: %v", err)
+	}
+	qg := s.Find("quic-go")
+	if a := qg.Answer("Q1"); a.Answer != "YES" || a.Established != survey.BySourceLive || a.Agreement != survey.Agree {
+		t.Errorf("Q1 = %+v", a)
+	}
+	r := qg.Reachability
+	if r == nil || r.CallSites != 2 || r.Handlers == nil || *r.Handlers != 1 || r.Dead {
+		t.Fatalf("reachability = %+v", r)
+	}
+	rep := qg.Live.Repetitions[0]
+	if qg.Live.Origin != survey.OwnRuns || rep.Migration.Kind != "ip" || rep.Migration.NewAddr != "198.18.2.2:6000" || rep.NewPathRTTUS != 40000 {
+		t.Errorf("repetition = %+v", rep)
+	}
+	if rep.Trace != filepath.Join("data", "evidence", "quic-go", "rep1", "server.sqlog.gz") {
+		t.Errorf("trace path %q is not repository-relative", rep.Trace)
+	}
+	if len(qg.Constants) != 1 || qg.Constants[0].Source == nil || qg.Constants[0].Source.Line != 20 {
+		t.Errorf("constants = %+v", qg.Constants)
+	}
+	pq := s.Find("picoquic")
+	if pq.SourceAudited || !strings.Contains(strings.Join(pq.Notes, " "), "no mirror") {
+		t.Errorf("picoquic without a mirror: audited=%v notes=%v", pq.SourceAudited, pq.Notes)
+	}
+	if pq.Answer("Q1").Answer != "UNKNOWN" {
+		t.Errorf("picoquic Q1 without any evidence = %s", pq.Answer("Q1").Answer)
+	}
+	if s.CrossCutting.F1.CallSites["quic-go"] != 2 {
+		t.Errorf("F1 = %+v", s.CrossCutting.F1)
+	}
+}
+
+func TestBuildReportsDisagreement(t *testing.T) {
+	root, mirrors := world(t, "NO")
+	s, err := Run(context.Background(), Options{RepoRoot: root, Mirrors: mirrors, Only: []string{"quic-go"}, Audit: fakeAudit}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Disagreements) != 1 || s.Disagreements[0].Question != "Q1" || s.Disagreements[0].Source != "YES" || s.Disagreements[0].Live != "NO" {
+		t.Fatalf("disagreements = %+v", s.Disagreements)
+	}
+	if a := s.Find("quic-go").Answer("Q1"); a.Agreement != survey.Disagree || a.Answer != "YES" {
+		t.Errorf("Q1 = %+v", a)
+	}
+}
+
+func TestCombine(t *testing.T) {
+	f := func(as ...audit.Answer) []audit.Finding {
+		var out []audit.Finding
+		for _, a := range as {
+			out = append(out, audit.Finding{Answer: a})
+		}
+		return out
+	}
+	tests := []struct {
+		in   []audit.Finding
+		want string
+	}{
+		{f(audit.No, audit.No), "NO"},
+		{f(audit.Yes, audit.Inert), "YES"}, // a dead hook does not undo per-path compliance
+		{f(audit.No, audit.Split), "SPLIT"},
+		{f(audit.Yes, audit.No), "UNKNOWN"},
+		{f(audit.Unknown, audit.No), "NO"},
+		{nil, ""},
+	}
+	for _, tc := range tests {
+		if got := combine(tc.in); got != tc.want {
+			t.Errorf("combine(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestReferenceTraceIsAnalysedNotCopied(t *testing.T) {
+	ref := filepath.Join("..", "..", "..", "..", "shared", "reference")
+	if _, err := os.Stat(filepath.Join(ref, "traces", "msquic_server.log.gz")); err != nil {
+		t.Skip("../shared/reference absent")
+	}
+	root, mirrors := world(t, "YES")
+	s, err := Run(context.Background(), Options{RepoRoot: root, Mirrors: mirrors, Evidence: ref, Only: []string{"msquic"}, Audit: fakeAudit}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.Find("msquic").Live
+	if l == nil || l.Origin != survey.Reference || l.Repetitions[0].Trace != "traces/msquic_server.log.gz" {
+		t.Fatalf("live = %+v", l)
+	}
+	r := l.Repetitions[0]
+	if !r.ResetObserved || r.WindowAfterBytes != 12200 || r.RTT.FirstAfterUS != 333000 || r.Migration.Kind != "ip" {
+		t.Errorf("msquic reference repetition = reset %v after %d first RTT %d kind %s", r.ResetObserved, r.WindowAfterBytes, r.RTT.FirstAfterUS, r.Migration.Kind)
+	}
+}
