@@ -43,7 +43,7 @@ func TestAnalyzeCommand(t *testing.T) {
 		{"markdown", []string{"--impl", "msquic", "--migration-at", "5.53s", "--format", "markdown", csvPath}, "", "| RESET"},
 		{"csv", []string{"--impl", "msquic", "--migration-at", "5.53s", "--format", "csv", csvPath}, "", "trace,implementation"},
 		{"no --migration-at: no migration found", []string{"--impl", "msquic", csvPath}, "", "no migration found"},
-		{"--param overrides S", []string{"--impl", "msquic", "--param", "S=1200", "--migration-at", "5.53s", "--format", "json", csvPath}, "", `"arithmetic": "10*1200 = 12000"`},
+		{"--param overrides a formula setting", []string{"--impl", "msquic", "--param", "MTU=1500", "--migration-at", "5.53s", "--format", "json", csvPath}, "", `"arithmetic": "10*(1500-20-8) = 14720"`},
 		{"no --impl and the trace names none", []string{csvPath}, "--impl", ""},
 		{"bad --param", []string{"--impl", "msquic", "--param", "S", csvPath}, "NAME=VALUE", ""},
 		{"unknown output format", []string{"--impl", "msquic", "--format", "xml", csvPath}, "unknown output format", ""},
