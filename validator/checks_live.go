@@ -474,18 +474,27 @@ type windowFacts struct {
 func deriveWindow(f *traceFacts, from, at, to int64, initial []int64) windowFacts {
 	var w windowFacts
 	w.minAfter = -1
-	prev := int64(-1)
+	// Per path: a decrease is against the same path's previous value; a
+	// path's first sample is against the last value of the path that was in
+	// use (a new path born at its initial window is the reset a per-path
+	// implementation performs).
+	prev := map[string]int64{}
+	last := int64(-1)
 	for _, s := range f.Samples {
 		if s.Cwnd < 0 {
 			continue
 		}
 		w.cwnd = append(w.cwnd, s)
+		p, seen := prev[s.Path]
+		if !seen {
+			p = last
+		}
 		if s.T >= from && s.T <= to {
-			if prev >= 0 && s.Cwnd < prev {
-				w.decreases = append(w.decreases, [3]int64{s.T, s.Cwnd, prev})
+			if p >= 0 && s.Cwnd < p {
+				w.decreases = append(w.decreases, [3]int64{s.T, s.Cwnd, p})
 			}
 			for _, iv := range initial {
-				if s.Cwnd == iv {
+				if s.Cwnd == iv && (seen || s.T >= at) {
 					w.hits = append(w.hits, s.T)
 				}
 			}
@@ -493,7 +502,8 @@ func deriveWindow(f *traceFacts, from, at, to int64, initial []int64) windowFact
 				w.minAfter = s.Cwnd
 			}
 		}
-		prev = s.Cwnd
+		prev[s.Path] = s.Cwnd
+		last = s.Cwnd
 	}
 	return w
 }
@@ -683,7 +693,7 @@ func containsInt(xs []int64, x int64) bool {
 // rttAround returns the first smoothed-RTT samples after the migration
 // (candidates: at or after it; after path validation completes) and the
 // RTT just before.
-func rttFacts(f *traceFacts, at int64) (firsts []int64, lastBefore int64) {
+func rttFacts(f *traceFacts, at, def int64) (firsts []int64, lastBefore int64) {
 	lastBefore = -1
 	var respT int64 = -1
 	for _, e := range f.Events {
@@ -693,13 +703,38 @@ func rttFacts(f *traceFacts, at int64) (firsts []int64, lastBefore int64) {
 		}
 	}
 	got := map[string]bool{}
+	known := map[string]bool{}
+	newPath := ""
 	for _, s := range f.Samples {
 		if s.SRTT < 0 {
 			continue
 		}
 		if s.T < at {
 			lastBefore = s.SRTT
+			known[s.Path] = true
 			continue
+		}
+		if f.PathIDs && !known[s.Path] && newPath == "" {
+			newPath = s.Path
+		}
+		if def > 0 && within(s.SRTT, def, 1000) {
+			got["reset"] = true
+		} else if got["reset"] && !got["afterreset"] {
+			// the first measurement after the estimator was reset
+			got["afterreset"] = true
+			firsts = append(firsts, s.SRTT)
+		}
+		// The first value that is a measurement, not the default an
+		// estimator starts (or sits) at: overall and on the new path.
+		if def > 0 && !within(s.SRTT, def, 1000) {
+			if !got["measured"] {
+				got["measured"] = true
+				firsts = append(firsts, s.SRTT)
+			}
+			if newPath != "" && s.Path == newPath && !got["newpath"] {
+				got["newpath"] = true
+				firsts = append(firsts, s.SRTT)
+			}
 		}
 		if !got["at"] {
 			got["at"] = true
@@ -740,7 +775,7 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 			continue
 		}
 		at := rep.Get("migration.at_us").Int()
-		firsts, lastBefore := rttFacts(f, at)
+		firsts, lastBefore := rttFacts(f, at, defRTT)
 		first := rep.Get("rtt.first_after_us").Int()
 		if !anyNear(first, firsts, 1) {
 			d.fail("%s: first post-migration RTT %d µs is not the trace's (%v)", id, first, firsts)
@@ -790,8 +825,16 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 			}
 		}
 		q3 := rep.Get("q3").String()
-		if w := q3Of(attr); w != "" && w != q3 {
-			d.fail("%s: RTT attributed to %s means q3 %s, survey says %s", id, attr, w, q3)
+		w := q3Of(attr)
+		why := "RTT attributed to " + attr
+		if pn, sentAt, ok := ackedBefore(f, at, rep.Get("rtt.first_after_us").Int(), defRTT); ok {
+			// The sample came from acknowledging a packet sent on the old
+			// path, before the migration: old-path input to the new path's
+			// estimator, whatever value it happens to have.
+			w, why = "NO", fmt.Sprintf("the first RTT sample after migration acknowledges packet %d, sent at %d µs before the migration", pn, sentAt)
+		}
+		if w != "" && w != q3 {
+			d.fail("%s: %s means q3 %s, survey says %s", id, why, w, q3)
 			continue
 		}
 		d.note("%s: first %s ms (%s)", id, fms(first), attr)
@@ -869,6 +912,44 @@ func convergedAt(f *traceFacts, t int64, newPaths ...int64) bool {
 		}
 	}
 	return false
+}
+
+// ackedBefore finds the ACK that produced the first post-migration RTT
+// sample of value first (the first such sample at or after the migration
+// that is not the default) and reports whether the packet it acknowledged
+// (its largest) was sent before the migration.
+func ackedBefore(f *traceFacts, at, first, def int64) (pn, sentAt int64, ok bool) {
+	if len(f.Acks) == 0 || f.Sent == nil {
+		return 0, 0, false
+	}
+	sampleT := int64(-1)
+	for _, s := range f.Samples {
+		if s.T < at || s.SRTT < 0 || (def > 0 && within(s.SRTT, def, 1000)) {
+			continue
+		}
+		if within(s.SRTT, first, 1) {
+			sampleT = s.T
+			break
+		}
+	}
+	if sampleT < 0 {
+		return 0, 0, false
+	}
+	var last *ack
+	for i := range f.Acks {
+		if f.Acks[i].T > sampleT {
+			break
+		}
+		last = &f.Acks[i]
+	}
+	if last == nil || last.T < at {
+		return 0, 0, false
+	}
+	st, known := f.Sent[last.Largest]
+	if !known || st >= at {
+		return 0, 0, false
+	}
+	return last.Largest, st, true
 }
 
 // q3Of is the per-trace Q3 verdict an RTT attribution supports.

@@ -19,7 +19,8 @@ import (
 
 // sample is one reading of the congestion state; absent fields are -1.
 type sample struct {
-	T      int64 // µs from the trace's reference
+	Path   string // path id where the format has one
+	T      int64  // µs from the trace's reference
 	Cwnd   int64
 	SRTT   int64 // µs
 	Latest int64
@@ -42,6 +43,17 @@ type traceFacts struct {
 	Events  []pathEvent
 	// HasAddrs is true when the format logs peer addresses at all.
 	HasAddrs bool
+	// PathIDs is true when samples carry a path id (per-path timelines).
+	PathIDs bool
+	// Sent maps packet numbers to send times; Acks are received ACKs with
+	// the largest packet number each acknowledged (JSON-SEQ qlog).
+	Sent map[int64]int64
+	Acks []ack
+}
+
+type ack struct {
+	T       int64
+	Largest int64
 }
 
 // readTrace opens a (possibly gzipped) trace and dispatches on content.
@@ -138,8 +150,31 @@ func readJSONSeq(data []byte) (*traceFacts, error) {
 			if strings.HasSuffix(name, "received") {
 				dir = "received"
 			}
+			if dir == "sent" {
+				if pn := d.Get("header.packet_number"); pn.Exists() {
+					if f.Sent == nil {
+						f.Sent = map[int64]int64{}
+					}
+					if _, dup := f.Sent[pn.Int()]; !dup {
+						f.Sent[pn.Int()] = t
+					}
+				}
+			}
 			d.Get("frames").ForEach(func(_, fr gjson.Result) bool {
 				switch fr.Get("frame_type").String() {
+				case "ack":
+					if dir == "received" {
+						largest := int64(-1)
+						fr.Get("acked_ranges").ForEach(func(_, rg gjson.Result) bool {
+							for _, x := range rg.Array() {
+								largest = max(largest, x.Int())
+							}
+							return true
+						})
+						if largest >= 0 {
+							f.Acks = append(f.Acks, ack{T: t, Largest: largest})
+						}
+					}
 				case "path_challenge":
 					f.Events = append(f.Events, pathEvent{T: t, Kind: "challenge_" + dir})
 				case "path_response":
@@ -257,14 +292,17 @@ func readMsquicLog(data []byte) (*traceFacts, error) {
 }
 
 // readCSV reads a timeline CSV (time_us,cwnd,bytes_in_flight,smoothed_rtt,
-// min_rtt,latest_rtt, possibly with leading label columns). It logs no
-// path events.
+// min_rtt,latest_rtt, possibly with leading label columns). A per-path
+// timeline (quiche's harness: path_id, local, peer columns, one row per path
+// per poll) yields per-path samples and the first appearance of each peer
+// address; a plain one logs no path events.
 func readCSV(data []byte) (*traceFacts, error) {
 	f := &traceFacts{Format: "timeline-csv"}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	col := map[string]int{}
 	n := 0
+	seenPeer := map[string]bool{}
 	for sc.Scan() {
 		n++
 		fields := strings.Split(strings.TrimSpace(sc.Text()), ",")
@@ -275,26 +313,33 @@ func readCSV(data []byte) (*traceFacts, error) {
 			if _, ok := col["time_us"]; !ok {
 				return nil, fmt.Errorf("line 1: not a timeline CSV (no time_us column)")
 			}
-			if i, ok := col["role"]; ok {
-				_ = i
-			}
+			_, f.PathIDs = col["path_id"]
+			_, f.HasAddrs = col["peer"]
 			continue
 		}
-		get := func(name string) int64 {
+		field := func(name string) string {
 			i, ok := col[name]
-			if !ok || i >= len(fields) || fields[i] == "" {
-				return -1
+			if !ok || i >= len(fields) {
+				return ""
 			}
-			v, err := strconv.ParseFloat(fields[i], 64)
+			return fields[i]
+		}
+		get := func(name string) int64 {
+			v, err := strconv.ParseFloat(field(name), 64)
 			if err != nil {
 				return -1
 			}
 			return int64(math.Round(v))
 		}
-		if i, ok := col["role"]; ok && i < len(fields) && f.Vantage == "" {
-			f.Vantage = fields[i]
+		if r := field("role"); r != "" && f.Vantage == "" {
+			f.Vantage = r
 		}
-		f.Samples = append(f.Samples, sample{T: get("time_us"), Cwnd: get("cwnd"), SRTT: get("smoothed_rtt"), Latest: get("latest_rtt"), MinRTT: get("min_rtt")})
+		s := sample{Path: field("path_id"), T: get("time_us"), Cwnd: get("cwnd"), SRTT: get("smoothed_rtt"), Latest: get("latest_rtt"), MinRTT: get("min_rtt")}
+		if peer := field("peer"); peer != "" && !seenPeer[peer] {
+			seenPeer[peer] = true
+			f.Events = append(f.Events, pathEvent{T: s.T, Kind: "peer_addr", Addr: peer})
+		}
+		f.Samples = append(f.Samples, s)
 	}
 	return f, sc.Err()
 }

@@ -34,15 +34,19 @@ func (g *goIndexer) pos(n ast.Node) Pos {
 	return Pos{Path: g.f.Path, Line: g.fset.Position(n.Pos()).Line, EndLine: g.fset.Position(n.End()).Line}
 }
 
-func (g *goIndexer) text(n ast.Node) string {
-	if n == nil {
+func (g *goIndexer) text(n ast.Node) string { return oneLine([]byte(g.slice(n))) }
+
+// slice is n's source; empty when a partial AST (syntax errors) has no
+// valid range.
+func (g *goIndexer) slice(n ast.Node) string {
+	if n == nil || !n.Pos().IsValid() || !n.End().IsValid() {
 		return ""
 	}
 	s, e := g.fset.Position(n.Pos()).Offset, g.fset.Position(n.End()).Offset
 	if s < 0 || e > len(g.f.Src) || s > e {
 		return ""
 	}
-	return oneLine(g.f.Src[s:e])
+	return string(g.f.Src[s:e])
 }
 
 type goCtx struct {
@@ -98,7 +102,7 @@ func (g *goIndexer) file(af *ast.File) {
 				}
 			}
 			if d.Body != nil {
-				def.Body, def.BodyStart = string(f.Src[g.fset.Position(d.Body.Pos()).Offset:g.fset.Position(d.Body.End()).Offset]), g.fset.Position(d.Body.Pos()).Line
+				def.Body, def.BodyStart = g.slice(d.Body), g.fset.Position(d.Body.Pos()).Line
 				def.Empty = len(d.Body.List) == 0
 				f.funcs = append(f.funcs, def)
 			} else {

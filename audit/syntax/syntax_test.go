@@ -98,3 +98,25 @@ func TestUnknownLanguage(t *testing.T) {
 		t.Error("parsed a markdown file")
 	}
 }
+
+// FuzzParse: no input may crash the index (rules run over whatever a
+// repository holds at a commit).
+func FuzzParse(f *testing.F) {
+	f.Add("a.c", "void f(void) { if (x) { g(1, E_A); } }")
+	f.Add("a.go", "package p\nfunc f() { if x { return }; g() }")
+	f.Add("a.rs", "fn f() { match e { A::B => g(), _ => {} } }")
+	f.Add("a.py", "def f():\n    if x:\n        return\n    g()\n")
+	f.Add("a.cc", "void C::f() { p->g(); }")
+	f.Fuzz(func(t *testing.T, name, src string) {
+		file, err := Parse(name, []byte(src))
+		if err != nil {
+			return
+		}
+		for _, c := range file.AllCalls() {
+			file.Mentions(c.Name)
+			file.FuncAt(c.Line)
+		}
+		file.Exits("")
+		file.Assigns("")
+	})
+}

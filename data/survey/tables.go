@@ -260,8 +260,14 @@ func ConstantsTable(s *Survey) Table {
 		prov := map[string]bool{}
 		for _, c := range im.Constants {
 			txt := c.Arithmetic
+			if i := strings.LastIndex(txt, " = "); i >= 0 && strings.TrimSpace(txt[:i]) == strings.TrimSpace(txt[i+3:]) {
+				txt = txt[i+3:] // a plain number: "0.7 = 0.7" says nothing twice
+			}
 			if txt == "" {
 				txt = c.Expr
+			}
+			if c.Name == "default_rtt" {
+				txt += fmt.Sprintf(" µs (%s)", Millis(int64(math.Round(c.Value))))
 			}
 			if c.Source != nil {
 				txt += fmt.Sprintf(" [%s:%d]", c.Source.Path, c.Source.Line)

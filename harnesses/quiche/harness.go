@@ -326,6 +326,11 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		res.Notes = append(res.Notes, eerr.Error())
 		return res, nil
 	}
+	for _, e := range evs {
+		if e.Event == "FailedValidation" {
+			res.Notes = append(res.Notes, fmt.Sprintf("server: PathEvent::FailedValidation(%s, %s) at %d µs — quiche gave up validating the client's new address", e.Local, e.Peer, e.TimeUS))
+		}
+	}
 	res.ServerSaw = ServerSaw(evs, sm.ReferenceUnixUS)
 	if len(res.ServerSaw) == 0 {
 		// quiche emits PeerMigrated only after validating the new address;

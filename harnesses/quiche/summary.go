@@ -187,7 +187,7 @@ func ServerSaw(evs []Event, refUnixUS int64) []run.AddrChange {
 		switch {
 		case e.Event == "harness" && e.What == "accepted":
 			peer = e.Peer
-		case e.Event == "PeerMigrated":
+		case e.Event == "PeerMigrated" && e.Peer != peer:
 			out = append(out, run.AddrChange{
 				At: unixUS(refUnixUS + e.TimeUS), From: peer, To: e.Peer,
 				Evidence: fmt.Sprintf("quiche server PathEvent::PeerMigrated(%s, %s) at %d µs", e.Local, e.Peer, e.TimeUS),
@@ -340,7 +340,11 @@ func Summarize(dir, role string) (Summary, error) {
 				cur, local = e.Peer, e.Local
 			case e.Event == "New":
 				lastProbe = e.TimeUS
-			case e.Event == "PeerMigrated":
+			case e.Event == "PeerMigrated" && e.Peer != cur:
+				// (A PeerMigrated back to the address the server already
+				// counted as current follows a FailedValidation of an
+				// address it had switched to unvalidated; the active-flag
+				// fallback below records both switches.)
 				changes = append(changes, change{at: e.TimeUS, old: local + "|" + cur, new: e.Local + "|" + e.Peer,
 					evidence: fmt.Sprintf("PathEvent::PeerMigrated(%s, %s)", e.Local, e.Peer), probeAtUS: lastProbe})
 				cur, local = e.Peer, e.Local

@@ -147,9 +147,12 @@ type TimingResult struct {
 	MeanAbsDev   time.Duration `json:"mean_abs_dev_ns"` // mean |x − mean|
 	MedianErrPct float64       `json:"median_err_pct"`
 	RawMedian    time.Duration `json:"raw_median_ns"`
-	HostStalls   HostStalls    `json:"host_stalls"`       // during this measurement
-	Retried      []string      `json:"retried,omitempty"` // earlier attempts failed under host stalls
-	Pass         bool          `json:"pass"`
+	HostStalls   HostStalls    `json:"host_stalls"` // during this measurement
+	// EmulatorLate counts packets of this path the emulator wrote more
+	// than 50 µs after their scheduled time during the measurement.
+	EmulatorLate uint64   `json:"emulator_late_packets"`
+	Retried      []string `json:"retried,omitempty"` // earlier attempts failed under host stalls
+	Pass         bool     `json:"pass"`
 }
 
 // ThroughputResult is gate 2 for one path and rate (client → server TCP).
@@ -351,6 +354,7 @@ func gateTiming(ctx context.Context, t *Testbed, e *echoServer, sen *sentinel, c
 					return nil, err
 				}
 				from := time.Now()
+				late0 := emulatorBehind(t, p)
 				rtts, raw, _, err := echoes(ctx, e, t, conn, opt.Echoes, 3*time.Millisecond)
 				if err != nil {
 					conn.Close()
@@ -359,6 +363,7 @@ func gateTiming(ctx context.Context, t *Testbed, e *echoServer, sen *sentinel, c
 				r = summariseTiming(p, rtt, rtts, raw)
 				r.Lost = opt.Echoes - r.N
 				r.HostStalls = sen.window(from, time.Now())
+				r.EmulatorLate = emulatorBehind(t, p) - late0
 				r.Pass = r.N >= opt.Echoes*9/10 &&
 					math.Abs(r.MedianErrPct) <= TimingMedianTol*100 && r.MeanAbsDev <= TimingMADMax
 				if r.Pass || r.HostStalls.Count == 0 || attempt >= opt.Attempts {
@@ -369,8 +374,8 @@ func gateTiming(ctx context.Context, t *Testbed, e *echoServer, sen *sentinel, c
 			}
 			r.Retried = retried
 			c.Timing = append(c.Timing, r)
-			fmt.Fprintf(opt.Progress, "timing     path %s rtt %-5v median %.3f ms (%+.2f%%) mean abs dev %d µs p99 %.3f ms n=%d host stalls %d %s\n",
-				p, rtt, ms(r.Median), r.MedianErrPct, r.MeanAbsDev.Microseconds(), ms(r.P99), r.N, r.HostStalls.Count, passWord(r.Pass))
+			fmt.Fprintf(opt.Progress, "timing     path %s rtt %-5v median %.3f ms (%+.2f%%) mean abs dev %d µs p99 %.3f ms n=%d host stalls %d emulator late %d %s\n",
+				p, rtt, ms(r.Median), r.MedianErrPct, r.MeanAbsDev.Microseconds(), ms(r.P99), r.N, r.HostStalls.Count, r.EmulatorLate, passWord(r.Pass))
 			if !r.Pass {
 				fails = append(fails, fmt.Sprintf("path %s rtt %v: median %.3f ms (%+.2f%%, limit ±%.0f%%), mean abs dev %d µs (limit %d), %d/%d answered%s",
 					p, rtt, ms(r.Median), r.MedianErrPct, TimingMedianTol*100, r.MeanAbsDev.Microseconds(), TimingMADMax.Microseconds(), r.N, opt.Echoes, stallNote(r.HostStalls, len(retried)+1)))
@@ -880,4 +885,14 @@ func procCPU(pid int) time.Duration {
 	fmt.Sscan(f[11], &ut)
 	fmt.Sscan(f[12], &st)
 	return time.Duration(ut+st) * (time.Second / 100) // USER_HZ is 100 on Linux
+}
+
+// emulatorBehind is the number of packets on path p (both directions) the
+// emulator has written more than 50 µs late so far.
+func emulatorBehind(t *Testbed, p string) uint64 {
+	m, err := t.EmulatorTiming()
+	if err != nil {
+		return 0
+	}
+	return m[p+"/up"].Behind + m[p+"/down"].Behind
 }
