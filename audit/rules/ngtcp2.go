@@ -144,7 +144,8 @@ var ngtcp2Q3 = &audit.Rule{
 	Name:     "ngtcp2/q3-watermark",
 	Question: audit.Q3,
 	Doc: "ngtcp2_rtb_reset_cc_state sets cc_pkt_num to the next packet number (called from the reset); the if-guards " +
-		"in ngtcp2_rtb.c comparing a packet number with cc_pkt_num keep pre-migration packets out of congestion accounting.",
+		"in ngtcp2_rtb.c comparing a packet number with cc_pkt_num keep pre-migration packets out of congestion accounting. " +
+		"The rule also asks whether the RTT sample (ngtcp2_conn_update_rtt) sits behind the same watermark: if not, Q3 is SPLIT.",
 	Run: func(p *audit.Pass) ([]audit.Finding, error) {
 		set, err := ngtcp2Files(p)
 		if err != nil {
@@ -213,10 +214,46 @@ var ngtcp2Q3 = &audit.Rule{
 		f.Counts["watermark_resets"] = len(setters)
 		f.Counts["guards"] = len(guards)
 		f.Counts["asserts"] = asserts
-		if len(setters) > 0 && len(guards) > 0 {
-			f.Mechanism = fmt.Sprintf("packet-number watermark: the reset sets cc_pkt_num to the next packet number; %s in ngtcp2_rtb.c exclude older packets from congestion accounting",
+		// The RTT half of Q3: is the RTT sample taken from an acknowledged
+		// packet also kept behind the watermark? A guard must enclose the
+		// call to ngtcp2_conn_update_rtt itself.
+		var rttGuarded, rttUnguarded []syntax.Call
+		for _, c := range rtb.Calls("ngtcp2_conn_update_rtt") {
+			guarded := false
+			for _, g := range c.Guards {
+				if strings.Contains(g.Cond, "cc_pkt_num") {
+					guarded = true
+				}
+			}
+			if guarded {
+				rttGuarded = append(rttGuarded, c)
+			} else {
+				rttUnguarded = append(rttUnguarded, c)
+			}
+		}
+		for _, c := range rttUnguarded {
+			conds := make([]string, 0, len(c.Guards))
+			for _, g := range c.Guards {
+				conds = append(conds, g.Cond)
+			}
+			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call",
+				"RTT sample from the largest acknowledged packet in "+c.Func+", guarded only by "+strings.Join(conds, " && ")+": no cc_pkt_num watermark"))
+		}
+		for _, c := range rttGuarded {
+			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", "RTT sample behind the cc_pkt_num watermark"))
+		}
+		f.Counts["rtt_updates_guarded"] = len(rttGuarded)
+		f.Counts["rtt_updates_unguarded"] = len(rttUnguarded)
+		switch {
+		case len(setters) > 0 && len(guards) > 0 && len(rttUnguarded) > 0:
+			f.Answer = audit.Split
+			f.Mechanism = fmt.Sprintf("packet-number watermark for congestion only: the reset sets cc_pkt_num to the next packet number and %s in ngtcp2_rtb.c exclude older packets from congestion accounting, "+
+				"but the RTT sample (ngtcp2_conn_update_rtt, %s) is taken from the largest acknowledged packet without the watermark, so an ACK of an old-path packet seeds the just-reset RTT estimator",
+				plural(len(guards), "guard"), plural(len(rttUnguarded), "unguarded call"))
+		case len(setters) > 0 && len(guards) > 0:
+			f.Mechanism = fmt.Sprintf("packet-number watermark: the reset sets cc_pkt_num to the next packet number; %s in ngtcp2_rtb.c exclude older packets from congestion accounting and RTT sampling",
 				plural(len(guards), "guard"))
-		} else {
+		default:
 			f.Answer = audit.Unknown
 			f.Mechanism = fmt.Sprintf("watermark resets %d, guards %d", len(setters), len(guards))
 		}

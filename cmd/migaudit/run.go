@@ -27,6 +27,7 @@ func newRunCmd() *cobra.Command {
 		impl, scenario, cc, out string
 		reps                    int
 		skipCal, noProgress     bool
+		calScope                string
 		transfer, migrateAt     time.Duration
 		backAfter               time.Duration
 	)
@@ -71,6 +72,9 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 				}
 				return fmt.Errorf("unknown --scenario %q (known: %s)", scenario, strings.Join(names, ", "))
 			}
+			if calScope != tbnet.CalibrateFull && calScope != tbnet.CalibrateOperatingPoint {
+				return fmt.Errorf("unknown --calibration %q (full or operating-point)", calScope)
+			}
 			if os.Geteuid() != 0 {
 				return fmt.Errorf("run needs root (network namespaces, TUN devices); rerun with sudo")
 			}
@@ -85,7 +89,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 			defer stop()
 			return runLive(ctx, cmd, liverun.Options{Harness: h, Reps: reps, Scenario: sc, CC: cc, Out: out,
 				SkipCalibration: skipCal, Transfer: transfer, MigrateAt: migrateAt, BackAfter: backAfter,
-				SelfExe: self, NewNet: tbnet.Factory(cmd.ErrOrStderr()), Progress: !noProgress})
+				SelfExe: self, NewNet: tbnet.FactoryScope(cmd.ErrOrStderr(), calScope), Progress: !noProgress})
 		},
 	}
 	f := cmd.Flags()
@@ -99,6 +103,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 	f.DurationVar(&migrateAt, "migrate-at", 5*time.Second, "migrate this long after the handshake")
 	f.DurationVar(&backAfter, "back-after", 5*time.Second, "migrate-back: return to path A this long after leaving it")
 	f.BoolVar(&noProgress, "no-progress", false, "no progress bar")
+	f.StringVar(&calScope, "calibration", tbnet.CalibrateFull, "calibration scope: full (gates at 10/20/40 ms, 20/50/100 Mbit/s) or operating-point (only the run's own path RTTs and rates)")
 	return cmd
 }
 
