@@ -222,7 +222,7 @@ func facetMatches(a gjson.Result, q, src, lv, role string) bool {
 	case "INERT":
 		return lv == "NO"
 	case "SPLIT":
-		return q == "Q3" && lv == "YES" && len(a.Get("roles").Array()) == 0
+		return q == "Q3" && (lv == "YES" || lv == "NO") && len(a.Get("roles").Array()) == 0
 	}
 	return false
 }

@@ -224,10 +224,13 @@ func (v *Validator) counterKind(im, rep gjson.Result) (kind, found string, ok bo
 	if !a.Exists() || !bb.Exists() {
 		return "", "", false
 	}
-	if a.Int() > 0 && bb.Int() > 0 {
-		return "ip", fmt.Sprintf("manifest counters: %d packets on path A, %d on path B", a.Int(), bb.Int()), true
+	// counters run across repetitions: this one's traffic is after − before
+	da := a.Int() - gjson.GetBytes(b, "counters_before.A.to_server_packets").Int()
+	db := bb.Int() - gjson.GetBytes(b, "counters_before.B.to_server_packets").Int()
+	if da > 0 && db > 0 {
+		return "ip", fmt.Sprintf("manifest counters: %d packets to the server on path A, %d on path B", da, db), true
 	}
-	return "not-ip", fmt.Sprintf("manifest counters: %d packets on path A, %d on path B: no move to path B's address", a.Int(), bb.Int()), true
+	return "not-ip", fmt.Sprintf("manifest counters: %d packets to the server on path A, %d on path B: no move to path B's address", da, db), true
 }
 
 // clientLogAddrs reads the migrating client's own log lines in the
@@ -787,7 +790,7 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 			continue
 		}
 		cfgA, cfgB := v.configuredRTT(im, rep, "A"), v.configuredRTT(im, rep, "B")
-		if op := rep.Get("rtt.old_path_us"); op.Exists() && op.Int() != 0 && lastBefore > 0 && op.Int() != cfgA && !roughly(op.Int(), lastBefore, 0.25) {
+		if op := rep.Get("rtt.old_path_us"); op.Exists() && op.Int() != 0 && lastBefore > 0 && op.Int() != cfgA && !within(op.Int(), lastBefore, 1) {
 			d.fail("%s: old-path RTT %d µs is neither the configured path A RTT (%d µs) nor what the trace reads before migrating (%d µs)", id, op.Int(), cfgA, lastBefore)
 			continue
 		}

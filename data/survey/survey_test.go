@@ -127,7 +127,9 @@ func TestReconcile(t *testing.T) {
 			[]RoleAnswer{{"observing", "YES", ""}, {"migrating", "NO", ""}}, "ASYMMETRIC", BySourceLive, Disagree, true},
 		{"inert looks like no", "Q2", "INERT", "NO", "server", nil, "INERT", BySourceLive, Consistent, false},
 		{"split rtt facet", "Q3", "SPLIT", "YES", "server", nil, "SPLIT", BySourceLive, Consistent, false},
-		{"split vs no", "Q3", "SPLIT", "NO", "server", nil, "SPLIT", BySourceLive, Disagree, true},
+		{"split, the other facet", "Q3", "SPLIT", "NO", "server", nil, "SPLIT", BySourceLive, Consistent, false},
+		{"split is a Q3 category", "Q1", "SPLIT", "NO", "server", nil, "SPLIT", BySourceLive, Disagree, true},
+		{"split by role vs no", "Q3", "SPLIT", "NO", "server", []RoleAnswer{{"observing", "YES", ""}}, "SPLIT", BySourceLive, Disagree, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

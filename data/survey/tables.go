@@ -165,7 +165,22 @@ func WindowTable(s *Survey) Table {
 			}
 		}
 		var inits []string
+		// The run's own evaluation (e.g. ngtcp2 with S = 1452) is what a
+		// reset assigns in that run; the source's default otherwise.
+		seenLive := map[string]bool{}
+		for _, r := range reps {
+			for _, c := range r.Constants {
+				if c.Name == "initial_window" && !seenLive[c.Arithmetic] {
+					seenLive[c.Arithmetic] = true
+					inits = append(inits, Bytes(int64(math.Round(c.Value)))+" ("+c.Arithmetic+")")
+				}
+			}
+		}
+		fromRuns := len(inits) > 0
 		for _, c := range im.Constants {
+			if fromRuns {
+				break
+			}
 			if c.Name == "initial_window" {
 				v := Bytes(int64(math.Round(c.Value)))
 				if c.Label != "" {

@@ -16,8 +16,8 @@
 // path and direction reads every packet a namespace sends on a path,
 // passes it through that path's token bucket (rate, burst), drop-tail
 // queue and random loss, holds it for half the path's RTT on a
-// compensated high-resolution schedule (ppoll with 1 ns timer slack, raw
-// system calls, no Go scheduler hand-offs), and writes it into the other
+// compensated high-resolution schedule (ppoll with 1 ns timer slack, in a
+// C loop that never re-enters the Go runtime), and writes it into the other
 // namespace's TUN device of the same path. Nothing is connected to the
 // host network: the root namespace gets no interface and no route.
 //

@@ -208,12 +208,13 @@ type HolderInfo struct {
 	PID        int    `json:"pid"`
 	Scheduling string `json:"scheduling"` // class the emulator threads obtained
 	GOMAXPROCS int    `json:"gomaxprocs"`
+	Backend    string `json:"backend"` // linkemu loop: C (cgo) or Go
 }
 
 // Holder describes the process running t's emulator.
 func (t *Testbed) Holder() (HolderInfo, error) {
 	if t.ctl == "" {
-		return HolderInfo{PID: os.Getpid(), Scheduling: linkemu.Scheduling(), GOMAXPROCS: runtime.GOMAXPROCS(0)}, nil
+		return HolderInfo{PID: os.Getpid(), Scheduling: linkemu.Scheduling(), GOMAXPROCS: runtime.GOMAXPROCS(0), Backend: linkemu.Backend}, nil
 	}
 	var h HolderInfo
 	err := t.call(request{Op: "info"}, &h)
@@ -352,7 +353,7 @@ func (t *Testbed) Serve(l net.Listener, downc chan<- struct{}) {
 			case "timing":
 				result, err = t.EmulatorTiming()
 			case "info":
-				result = HolderInfo{PID: os.Getpid(), Scheduling: linkemu.Scheduling(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+				result = HolderInfo{PID: os.Getpid(), Scheduling: linkemu.Scheduling(), GOMAXPROCS: runtime.GOMAXPROCS(0), Backend: linkemu.Backend}
 			case "down":
 				err = t.Down()
 			default:

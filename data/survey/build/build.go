@@ -82,7 +82,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (*survey.Survey, error) {
 	}
 	s := &survey.Survey{SchemaVersion: 1, GeneratedBy: "migaudit survey", GeneratedAt: o.Now().UTC().Format(time.RFC3339),
 		Inputs: survey.Inputs{Mirrors: o.Mirrors, Evidence: o.Evidence, Results: o.Results}}
-	runs, err := collectRuns(o)
+	runs, runNotes, err := collectRuns(o)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +95,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (*survey.Survey, error) {
 		if err != nil {
 			return nil, err
 		}
+		entry.Notes = append(entry.Notes, runNotes[pin.Name]...)
 		s.Implementations = append(s.Implementations, entry)
 	}
 	survey.Finalise(s)
@@ -416,7 +417,7 @@ type runRep struct {
 
 // collectRuns finds rep<N> directories with manifest.json and analysis.json
 // under each results directory (default: data/evidence/*).
-func collectRuns(o Options) (map[string][]runRep, error) {
+func collectRuns(o Options) (map[string][]runRep, map[string][]string, error) {
 	dirs := o.Results
 	if len(dirs) == 0 {
 		ev := filepath.Join(o.RepoRoot, "data", "evidence")
@@ -428,6 +429,7 @@ func collectRuns(o Options) (map[string][]runRep, error) {
 		}
 	}
 	out := map[string][]runRep{}
+	notes := map[string][]string{}
 	for _, d := range dirs {
 		reps, _ := filepath.Glob(filepath.Join(d, "rep*"))
 		if st, err := os.Stat(filepath.Join(d, "manifest.json")); err == nil && !st.IsDir() {
@@ -441,15 +443,15 @@ func collectRuns(o Options) (map[string][]runRep, error) {
 			}
 			var man map[string]any
 			if err := json.Unmarshal(mb, &man); err != nil {
-				return nil, fmt.Errorf("%s: %w", filepath.Join(rd, "manifest.json"), err)
+				return nil, nil, fmt.Errorf("%s: %w", filepath.Join(rd, "manifest.json"), err)
 			}
 			ab, err := os.ReadFile(filepath.Join(rd, "analysis.json"))
 			if err != nil {
-				return nil, fmt.Errorf("%s: repetition without analysis.json (run migaudit analyze on it): %w", rd, err)
+				return nil, nil, fmt.Errorf("%s: repetition without analysis.json (run migaudit analyze on it): %w", rd, err)
 			}
 			var an discriminator.Analysis
 			if err := json.Unmarshal(ab, &an); err != nil {
-				return nil, fmt.Errorf("%s: %w", filepath.Join(rd, "analysis.json"), err)
+				return nil, nil, fmt.Errorf("%s: %w", filepath.Join(rd, "analysis.json"), err)
 			}
 			impl := an.Implementation
 			if s, ok := man["implementation"].(string); ok && s != "" {
@@ -457,19 +459,22 @@ func collectRuns(o Options) (map[string][]runRep, error) {
 			}
 			pin, err := data.Lookup(impl)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", rd, err)
+				return nil, nil, fmt.Errorf("%s: %w", rd, err)
 			}
 			if sc, _ := man["scenario"].(string); sc != "" && sc != "standard" {
 				continue // the survey answers the study's standard migration; other scenarios are reported by migaudit run
 			}
 			tr, err := findTrace(o.RepoRoot, rd, an.Trace, man)
 			if err != nil {
-				return nil, err
+				// A repetition whose trace was not kept cannot be re-derived:
+				// it is reported, not counted.
+				notes[pin.Name] = append(notes[pin.Name], fmt.Sprintf("%s: analysis and manifest kept but not the trace; not counted as a repetition", relTo(o.RepoRoot, rd)))
+				continue
 			}
 			out[pin.Name] = append(out[pin.Name], runRep{Dir: relTo(o.RepoRoot, rd), Manifest: man, Analysis: &an, Trace: relTo(o.RepoRoot, tr)})
 		}
 	}
-	return out, nil
+	return out, notes, nil
 }
 
 // findTrace locates a repetition's server trace: the manifest's
@@ -493,7 +498,14 @@ func findTrace(root, rd, analysisTrace string, man map[string]any) (string, erro
 			return nil
 		})
 	}
+	absRD, _ := filepath.Abs(rd)
 	for _, c := range cands {
+		// Only a trace kept with the repetition counts: one elsewhere
+		// (results/, not committed) would not be there on a fresh clone.
+		ac, _ := filepath.Abs(c)
+		if !strings.HasPrefix(ac, absRD+string(filepath.Separator)) {
+			continue
+		}
 		if st, err := os.Stat(c); err == nil && !st.IsDir() {
 			return c, nil
 		}
@@ -661,11 +673,16 @@ func enrichFromManifest(rep *survey.Repetition, man map[string]any, dir string) 
 		rep.Migration.Evidence += fmt.Sprintf("; %s logs the peer moving %s → %s", src, from, to)
 		return
 	}
+	// The testbed's counters run across repetitions: this repetition's
+	// traffic is after − before.
 	a, okA := num(man, "counters_after", "A", "to_server_packets")
 	b, okB := num(man, "counters_after", "B", "to_server_packets")
 	if !okA || !okB {
 		return
 	}
+	a0, _ := num(man, "counters_before", "A", "to_server_packets")
+	b0, _ := num(man, "counters_before", "B", "to_server_packets")
+	a, b = a-a0, b-b0
 	if a > 0 && b > 0 {
 		rep.Migration.Kind = "ip"
 		rep.Migration.Evidence += fmt.Sprintf("; per-path packet counters in the manifest: %d packets to the server on path A, %d on path B (each path has its own client address)", int64(a), int64(b))

@@ -1,0 +1,298 @@
+//go:build cgo
+
+package linkemu
+
+/*
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+// Shared with Go. The spec is published with a sequence lock (ver odd
+// while Go writes it); the statistics are written here and read by Go,
+// all with atomic operations.
+typedef struct {
+	uint64_t ver;
+	int64_t rate, burst, queue, delay, overhead, loss_ppb;
+	uint64_t pkts, bytes, qdrops, ldrops;
+	int64_t comp, late_sum, abs_late_sum, max_late;
+	uint64_t slept, behind;
+	int64_t cpu;
+} le_shared;
+
+typedef struct { int64_t rate, burst, queue, delay, overhead, loss_ppb; } le_spec;
+typedef struct { unsigned char *buf; int n; int64_t due; } le_pkt;
+
+#define LE_LD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define LE_RLX(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define LE_ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define LE_ADD(x, v) __atomic_add_fetch(&(x), (v), __ATOMIC_RELAXED)
+
+enum {
+	LE_MAXPKT = 2048,
+	LE_CAP = 65536,
+	LE_READ_BATCH = 16,
+};
+static const int64_t LE_MAXCOMP = 200000, LE_MAXSTEP = 20000, LE_BATCH = 10000, LE_LATEMARK = 50000;
+
+static int64_t le_now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t le_cpu(void) {
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru) != 0) return 0;
+	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+	       ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+}
+
+static uint64_t le_read_spec(le_shared *s, le_spec *sp) {
+	for (;;) {
+		uint64_t v1 = LE_LD(s->ver);
+		if (v1 & 1) continue;
+		sp->rate = LE_RLX(s->rate);
+		sp->burst = LE_RLX(s->burst);
+		sp->queue = LE_RLX(s->queue);
+		sp->delay = LE_RLX(s->delay);
+		sp->overhead = LE_RLX(s->overhead);
+		sp->loss_ppb = LE_RLX(s->loss_ppb);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (LE_LD(s->ver) == v1) return v1;
+	}
+}
+
+// le_run is the emulator loop (see the package comment); it returns when
+// stop_fd becomes readable.
+static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t seed) {
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old); // nothing interrupts the loop
+	prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+
+	le_spec sp;
+	uint64_t ver = le_read_spec(s, &sp);
+	double tokens = (double)sp.burst;
+	int64_t last_refill = le_now(), last_release = 0;
+	le_pkt *q = calloc(LE_CAP, sizeof *q);
+	unsigned char **freel = calloc(LE_CAP + LE_READ_BATCH + 1, sizeof *freel);
+	size_t head = 0, n = 0, nfree = 0;
+	uint64_t rng = seed | 1, cpu_mark = 0;
+	int64_t comp = 0, max_late = 0;
+	struct pollfd fds[2] = {{in_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+	if (q == NULL || freel == NULL) goto out;
+
+	for (;;) {
+		struct timespec ts = {0, 100000000}; // idle: wake every 100 ms anyway
+		int timed = 0;
+		if (n > 0) {
+			int64_t wait = q[head].due - comp - le_now();
+			if (wait < LE_BATCH) wait = 0;
+			ts.tv_sec = wait / 1000000000LL;
+			ts.tv_nsec = wait % 1000000000LL;
+			timed = wait > 0;
+		}
+		if (ppoll(fds, 2, &ts, NULL) < 0) {
+			if (errno == EINTR) continue;
+			break;
+		}
+		if (fds[1].revents) break;
+		if (fds[0].revents) {
+			for (int k = 0; k < LE_READ_BATCH; k++) {
+				unsigned char *buf = nfree ? freel[--nfree] : malloc(LE_MAXPKT);
+				if (buf == NULL) break;
+				ssize_t m = read(in_fd, buf, LE_MAXPKT);
+				if (m <= 0) {
+					freel[nfree++] = buf;
+					if (m < 0 && errno == EBADF) goto out;
+					break; // EAGAIN, or EIO while a device goes down
+				}
+				if (LE_LD(s->ver) != ver) {
+					ver = le_read_spec(s, &sp);
+					if (tokens > (double)sp.burst) tokens = (double)sp.burst;
+				}
+				int64_t now = le_now();
+				if (sp.loss_ppb > 0) {
+					rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+					if ((int64_t)(rng % 1000000000ULL) < sp.loss_ppb) {
+						LE_ADD(s->ldrops, 1);
+						freel[nfree++] = buf;
+						continue;
+					}
+				}
+				int64_t release = now;
+				if (sp.rate > 0) {
+					double nspb = 8e9 / (double)sp.rate, wire = (double)(m + sp.overhead);
+					int64_t t0 = now > last_release ? now : last_release;
+					if (sp.queue > 0 && (double)(t0 - now) > (double)sp.queue * nspb) {
+						LE_ADD(s->qdrops, 1);
+						freel[nfree++] = buf;
+						continue;
+					}
+					tokens += (double)(t0 - last_refill) / nspb;
+					if (tokens > (double)sp.burst) tokens = (double)sp.burst;
+					last_refill = t0;
+					release = t0;
+					if (tokens < wire) {
+						release = t0 + (int64_t)((wire - tokens) * nspb);
+						tokens = 0;
+						last_refill = release;
+					} else {
+						tokens -= wire;
+					}
+					last_release = release;
+				}
+				if (n == LE_CAP) {
+					LE_ADD(s->qdrops, 1);
+					freel[nfree++] = buf;
+					continue;
+				}
+				q[(head + n) % LE_CAP] = (le_pkt){buf, (int)m, release + sp.delay};
+				n++;
+			}
+		}
+		// Write what is due; learn from the wake-up only if the timeout,
+		// not an arrival, ended it.
+		int64_t now = le_now();
+		int first = timed && fds[0].revents == 0;
+		while (n > 0 && q[head].due - comp - now <= LE_BATCH) {
+			le_pkt p = q[head];
+			head = (head + 1) % LE_CAP;
+			n--;
+			int64_t late = now - p.due;
+			if (first) {
+				int64_t step = late < -LE_MAXSTEP ? -LE_MAXSTEP : late > LE_MAXSTEP ? LE_MAXSTEP : late;
+				comp += step / 4;
+				if (comp < 0) comp = 0;
+				if (comp > LE_MAXCOMP) comp = LE_MAXCOMP;
+				LE_ST(s->comp, comp);
+				LE_ADD(s->late_sum, late);
+				LE_ADD(s->abs_late_sum, late < 0 ? -late : late);
+				LE_ADD(s->slept, 1);
+			}
+			first = 0;
+			if (late > LE_LATEMARK) LE_ADD(s->behind, 1);
+			if (late > max_late) {
+				max_late = late;
+				LE_ST(s->max_late, max_late);
+			}
+			if (write(out_fd, p.buf, p.n) == p.n) {
+				LE_ADD(s->pkts, 1);
+				LE_ADD(s->bytes, (uint64_t)p.n);
+			} else {
+				LE_ADD(s->qdrops, 1);
+			}
+			freel[nfree++] = p.buf;
+			now = le_now();
+		}
+		uint64_t pk = LE_RLX(s->pkts);
+		if (pk - cpu_mark >= 1024) {
+			cpu_mark = pk;
+			LE_ST(s->cpu, le_cpu());
+		}
+	}
+out:
+	if (q != NULL) {
+		for (; n > 0; n--, head = (head + 1) % LE_CAP) free(q[head].buf);
+		free(q);
+	}
+	if (freel != NULL) {
+		while (nfree > 0) free(freel[--nfree]);
+		free(freel);
+	}
+	LE_ST(s->cpu, le_cpu());
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Backend names the implementation of the emulator loop.
+const Backend = "c (cgo): the loop never re-enters the Go runtime"
+
+// impl is the C loop's shared state. It is Go memory without Go pointers,
+// passed to the C loop for the whole call.
+type impl struct {
+	sh   *C.le_shared
+	spmu sync.Mutex // serialises writers of the sequence lock
+}
+
+func (l *Link) init(s Spec) {
+	l.sh = new(C.le_shared)
+	l.pushSpec(s)
+}
+
+func (l *Link) release() {}
+
+func u64(p *C.uint64_t) *uint64 { return (*uint64)(unsafe.Pointer(p)) }
+func i64(p *C.int64_t) *int64   { return (*int64)(unsafe.Pointer(p)) }
+
+// pushSpec publishes s to the loop under the sequence lock.
+func (l *Link) pushSpec(s Spec) {
+	l.spmu.Lock()
+	defer l.spmu.Unlock()
+	sh := l.sh
+	v := atomic.LoadUint64(u64(&sh.ver))
+	atomic.StoreUint64(u64(&sh.ver), v+1)
+	atomic.StoreInt64(i64(&sh.rate), s.Rate)
+	atomic.StoreInt64(i64(&sh.burst), int64(s.Burst))
+	atomic.StoreInt64(i64(&sh.queue), int64(s.Queue))
+	atomic.StoreInt64(i64(&sh.delay), int64(s.Delay))
+	atomic.StoreInt64(i64(&sh.overhead), int64(s.Overhead))
+	atomic.StoreInt64(i64(&sh.loss_ppb), int64(s.Loss*1e9))
+	atomic.StoreUint64(u64(&sh.ver), v+2)
+}
+
+func (l *Link) counters() Counters {
+	sh := l.sh
+	return Counters{
+		Packets:    atomic.LoadUint64(u64(&sh.pkts)),
+		Bytes:      atomic.LoadUint64(u64(&sh.bytes)),
+		QueueDrops: atomic.LoadUint64(u64(&sh.qdrops)),
+		LossDrops:  atomic.LoadUint64(u64(&sh.ldrops)),
+	}
+}
+
+func (l *Link) timing() Timing {
+	sh := l.sh
+	n := atomic.LoadUint64(u64(&sh.slept))
+	t := Timing{
+		Compensation: time.Duration(atomic.LoadInt64(i64(&sh.comp))),
+		Slept:        n,
+		Behind:       atomic.LoadUint64(u64(&sh.behind)),
+		MaxLate:      time.Duration(atomic.LoadInt64(i64(&sh.max_late))),
+		CPU:          time.Duration(atomic.LoadInt64(i64(&sh.cpu))),
+	}
+	if n > 0 {
+		t.MeanLate = time.Duration(atomic.LoadInt64(i64(&sh.late_sum)) / int64(n))
+		t.MeanAbsLate = time.Duration(atomic.LoadInt64(i64(&sh.abs_late_sum)) / int64(n))
+	}
+	return t
+}
+
+func (l *Link) run() {
+	defer close(l.done)
+	// Never unlocked: the thread runs under SCHED_FIFO, so it must die
+	// with this goroutine rather than return to Go's pool.
+	runtime.LockOSThread()
+	prioritise()
+	C.le_run(l.sh, C.int(l.inFD), C.int(l.outFD), C.int(l.stopFD), C.uint64_t(time.Now().UnixNano())^C.uint64_t(l.outFD)<<32)
+	unix.Close(l.stopFD)
+}
