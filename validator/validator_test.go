@@ -413,3 +413,46 @@ func TestMutationScoreRealSurvey(t *testing.T) {
 		t.Errorf("surviving mutant (a claim nobody checks): %s", s)
 	}
 }
+
+// The study's planted faults, against the committed survey.
+func TestPlantedFaultsRealSurvey(t *testing.T) {
+	v, raw := realWorld(t)
+	qg, ng, pq := implIndex(t, raw, "quic-go"), implIndex(t, raw, "ngtcp2"), implIndex(t, raw, "picoquic")
+	q1 := func(i int) int {
+		var s struct {
+			Implementations []struct {
+				Answers []struct{ Question string } `json:"answers"`
+			} `json:"implementations"`
+		}
+		json.Unmarshal(raw, &s)
+		for j, a := range s.Implementations[i].Answers {
+			if a.Question == "Q1" {
+				return j
+			}
+		}
+		t.Fatal("no Q1")
+		return -1
+	}
+	tests := []struct {
+		name, check string
+		raw         []byte
+	}{
+		{"quic-go reset window 40,961", "quic-go/window", setJSON(t, raw, 40961, "implementations", qg, "live", "repetitions", 0, "window_after_bytes")},
+		{"ngtcp2 call-site count 5", "ngtcp2/reachability", setJSON(t, raw, 5, "implementations", ng, "reachability", "call_sites")},
+		{"picoquic repetition port-only", "picoquic/ip-change", setJSON(t, raw, "port-only", "implementations", pq, "live", "repetitions", 0, "migration", "kind")},
+		{"picoquic Q1 YES against its evidence", "picoquic/answers", setJSON(t, raw, "YES", "implementations", pq, "answers", q1(pq), "answer")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, r := range v.Check(tc.raw) {
+				if r.ID == tc.check {
+					if r.Status != Fail {
+						t.Fatalf("%s: %s %s", r.ID, r.Status, r.Found)
+					}
+					return
+				}
+			}
+			t.Fatalf("no check %s", tc.check)
+		})
+	}
+}
