@@ -25,6 +25,16 @@ func isTestPath(p string) bool {
 	if strings.HasSuffix(p, "_test.go") || strings.HasSuffix(p, "_tests.rs") {
 		return true
 	}
+	base := path.Base(p)
+	stem := strings.TrimSuffix(base, path.Ext(base))
+	switch {
+	case base == "tests.rs" || base == "test.rs" || base == "testing.rs":
+		return true // Rust test modules (`mod tests;`)
+	case strings.HasSuffix(stem, "Test") || strings.HasSuffix(stem, "Tests") || strings.HasSuffix(stem, "_test") || strings.HasSuffix(stem, "_unittest"):
+		return true // C/C++ test translation units (gtest: FooTest.cpp)
+	case strings.HasPrefix(stem, "test_"):
+		return true
+	}
 	for _, seg := range strings.Split(path.Dir(p), "/") {
 		switch strings.ToLower(seg) {
 		case "test", "tests", "unittest", "unittests", "testing", "mocks", "mock", "fuzz", "fuzzing", "bench", "benches", "integrationtests", "testutils":
@@ -325,14 +335,40 @@ func isDefinition(toks []ctoken, i int, lang string) bool {
 	if lang == "rust" {
 		return prev == "fn"
 	}
-	if toks[i].depth != 0 {
+	if prev == "::" {
+		// Class::method( — a definition when what stands before the
+		// qualified name is a type (or nothing), a call otherwise.
+		j := i - 1
+		for j >= 1 && toks[j].text == "::" && isIdentTok(toks[j-1].text) {
+			j -= 2
+		}
+		if j < 0 {
+			return true
+		}
+		p := toks[j].text
+		return (isIdentTok(p) && !cKeywords[p]) || p == "*" || p == "&" || p == ">"
+	}
+	if cKeywords[prev] {
 		return false
 	}
 	switch prev {
-	case "return", "sizeof", "if", "while", "for", "switch", "=", ",", "(", "!", "&&", "||", "?", ":", "+", "-", "/", "&", "|", "^", "<", ">", "[":
+	case "sizeof", "if", "while", "for", "switch", "=", ",", "(", "!", "&&", "||", "?", ":", "+", "-", "/", "&", "|", "^", "<", ">", "[":
 		return false
 	}
+	if toks[i].depth != 0 {
+		// Inside braces only a member declaration (a C++ class body:
+		// `void reset();`) has a type name right before the name; a call
+		// follows an operator, a brace or a semicolon.
+		return isIdentTok(prev) && (lang == "c" || lang == "cpp")
+	}
 	return isIdentTok(prev) || prev == "*"
+}
+
+// cKeywords precede a call expression, never a declared name.
+var cKeywords = map[string]bool{
+	"return": true, "else": true, "case": true, "do": true, "throw": true, "new": true, "delete": true,
+	"sizeof": true, "co_await": true, "co_return": true, "co_yield": true, "goto": true, "typeof": true,
+	"alignof": true, "decltype": true, "not": true, "and": true, "or": true, "defined": true,
 }
 
 // bodyStart returns the index of the "{" opening the body whose parameter

@@ -299,6 +299,9 @@ func sortedKeys(m map[string]string) []string {
 // findings' evidence (positions whose excerpt names the hook).
 func reachabilityFrom(name string, fs []audit.Finding) *survey.Reachability {
 	h, ok := hooks[name]
+	if !ok {
+		h, ok = hookFinding(fs)
+	}
 	if !ok || len(fs) == 0 {
 		return nil
 	}
@@ -346,6 +349,49 @@ func reachabilityFrom(name string, fs []audit.Finding) *survey.Reachability {
 	}
 	r.Dead = r.CallSites == 0
 	return r
+}
+
+// hookFinding finds the migration hook of an implementation outside the
+// study's five from its audit: the Q1 findings without a role that count a
+// hook's call sites and name it in their mechanism ("dead hook: X — …",
+// "reachable hook: X — …"). A dead hook is preferred: it is the F1 claim.
+func hookFinding(fs []audit.Finding) (struct{ Symbol, Form string }, bool) {
+	var best struct{ Symbol, Form string }
+	found := false
+	for _, f := range fs {
+		if f.Question != audit.Q1 || f.Role != "" {
+			continue
+		}
+		if _, ok := f.Counts["call_sites"]; !ok {
+			continue
+		}
+		m := f.Mechanism
+		var rest string
+		switch {
+		case strings.HasPrefix(m, "dead hook: "):
+			rest = strings.TrimPrefix(m, "dead hook: ")
+		case strings.HasPrefix(m, "reachable hook: "):
+			if found {
+				continue
+			}
+			rest = strings.TrimPrefix(m, "reachable hook: ")
+		default:
+			continue
+		}
+		sym, _, _ := strings.Cut(rest, " ")
+		if i := strings.LastIndex(sym, "::"); i >= 0 {
+			sym = sym[i+2:]
+		}
+		if sym == "" {
+			continue
+		}
+		best = struct{ Symbol, Form string }{sym, "function"}
+		found = true
+		if strings.HasPrefix(m, "dead hook: ") {
+			return best, true
+		}
+	}
+	return best, found
 }
 
 // isBodyDef tells a function definition's first line from a prototype or
