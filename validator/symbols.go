@@ -301,6 +301,20 @@ func cSites(p, src, symbol, form, lang string) []site {
 			kind = "slot" // designated initializer: a vtable slot implementation
 		case tk.enum:
 			kind = "declaration"
+		case lang == "rust" && prev == "fn" && next == "<":
+			// fn name<Generics>(…) { … }: a definition with a body
+			// unless a ';' ends it first (a trait method declaration).
+			kind = "declaration"
+			for k := i + 1; k < len(toks); k++ {
+				if toks[k].text == "{" {
+					kind = "handler"
+					curFn, curDepth = symbol, toks[k].depth
+					break
+				}
+				if toks[k].text == ";" {
+					break
+				}
+			}
 		case next == "(" && isDefinition(toks, i, lang):
 			if b := bodyStart(toks, i+1); b > 0 {
 				kind = "handler"

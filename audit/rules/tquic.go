@@ -22,7 +22,9 @@ const (
 )
 
 var tquicFiles = []string{tquicConn, tquicPath, "src/connection/rtt.rs", "src/lib.rs",
-	"src/congestion_control/bbr.rs", "src/congestion_control/congestion_control.rs", "src/multipath_scheduler/*.rs"}
+	"src/congestion_control/bbr.rs", "src/congestion_control/congestion_control.rs", "src/multipath_scheduler/*.rs",
+	// The C API: quic_conn_migrate_path forwards to Connection::migrate_path.
+	"src/ffi.rs"}
 
 func init() {
 	audit.Register("tquic",
@@ -119,7 +121,7 @@ func tquicQ1(p *audit.Pass) ([]audit.Finding, error) {
 		o.add(x.ev(rn.Pos, "assignment", "recovery: "+rn.RHS))
 	}
 	fm, fo := x.finding(audit.Q1, n9Migrating, m), x.finding(audit.Q1, n9Observing, o)
-	h := x.hook("Connection::migrate_path", "public migration API whose body is a TODO returning Err(InternalError)", []syntax.Def{mp}, x.calls("migrate_path"))
+	h := x.hook("Connection::migrate_path", "public migration API (also exported to C as quic_conn_migrate_path) whose body is a TODO returning Err(InternalError)", []syntax.Def{mp}, x.calls("migrate_path"))
 	return []audit.Finding{fm, fo, x.combined(audit.Q1, fm, fo), h}, nil
 }
 
