@@ -790,9 +790,17 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 			continue
 		}
 		cfgA, cfgB := v.configuredRTT(im, rep, "A"), v.configuredRTT(im, rep, "B")
-		if op := rep.Get("rtt.old_path_us"); op.Exists() && op.Int() != 0 && lastBefore > 0 && op.Int() != cfgA && !within(op.Int(), lastBefore, 1) {
-			d.fail("%s: old-path RTT %d µs is neither the configured path A RTT (%d µs) nor what the trace reads before migrating (%d µs)", id, op.Int(), cfgA, lastBefore)
-			continue
+		if op := rep.Get("rtt.old_path_us"); op.Exists() && op.Int() != 0 {
+			// A run's manifest gives the configured RTT, and then that is
+			// the claim; without one, the trace's last pre-migration value.
+			if cfgA > 0 && op.Int() != cfgA {
+				d.fail("%s: old-path RTT %d µs, the manifest configures path A at %d µs", id, op.Int(), cfgA)
+				continue
+			}
+			if cfgA <= 0 && lastBefore > 0 && !within(op.Int(), lastBefore, 1) {
+				d.fail("%s: old-path RTT %d µs is not what the trace reads before migrating (%d µs)", id, op.Int(), lastBefore)
+				continue
+			}
 		}
 		newPath := rep.Get("new_path_rtt_us").Int()
 		if newPath == 0 {
@@ -801,8 +809,16 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 		pvs := pathValidationRTTs(f)
 		badNew := false
 		for _, field := range []string{"new_path_rtt_us", "rtt.new_path_us"} {
-			if nv := rep.Get(field).Int(); nv > 0 && len(pvs) > 0 && nv != cfgB && !roughly(nv, pvs[0], 0.25) {
+			nv := rep.Get(field).Int()
+			if nv <= 0 || nv == cfgB {
+				continue
+			}
+			switch {
+			case len(pvs) > 0 && !roughly(nv, pvs[0], 0.25):
 				d.fail("%s: %s %d µs is neither the configured path B RTT (%d µs) nor near the path-validation round trip (%d µs)", id, field, nv, cfgB, pvs[0])
+				badNew = true
+			case len(pvs) == 0 && cfgB > 0:
+				d.fail("%s: %s %d µs, the manifest configures path B at %d µs and the trace logs no path validation", id, field, nv, cfgB)
 				badNew = true
 			}
 		}
@@ -829,6 +845,11 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 		}
 		q3 := rep.Get("q3").String()
 		w := q3Of(attr)
+		if attr == "converging" && q3 == "UNKNOWN" {
+			// Between the paths and not from an old-path packet's ACK
+			// (checked below): not evidence either way.
+			w = "UNKNOWN"
+		}
 		why := "RTT attributed to " + attr
 		if pn, sentAt, ok := ackedBefore(f, at, rep.Get("rtt.first_after_us").Int(), defRTT); ok {
 			// The sample came from acknowledging a packet sent on the old
@@ -858,6 +879,11 @@ func attributionOf(first, old, newPath, def int64) string {
 		return "default"
 	}
 	if newPath <= 0 {
+		return ""
+	}
+	if old > 0 && roughly(old, newPath, 0.25) {
+		// The old path measured about what the new one is configured at
+		// (queueing on path A under load): a value cannot tell them apart.
 		return ""
 	}
 	if roughly(first, newPath, 0.2) {

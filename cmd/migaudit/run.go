@@ -103,7 +103,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 	f.DurationVar(&migrateAt, "migrate-at", 5*time.Second, "migrate this long after the handshake")
 	f.DurationVar(&backAfter, "back-after", 5*time.Second, "migrate-back: return to path A this long after leaving it")
 	f.BoolVar(&noProgress, "no-progress", false, "no progress bar")
-	f.StringVar(&calScope, "calibration", tbnet.CalibrateFull, "calibration scope: full (gates at 10/20/40 ms, 20/50/100 Mbit/s) or operating-point (only the run's own path RTTs and rates)")
+	f.StringVar(&calScope, "calibration", tbnet.CalibrateOperatingPoint, "calibration scope: operating-point (the four gates at the run's own path RTTs and rates) or full (gates at 10/20/40 ms, 20/50/100 Mbit/s as well)")
 	return cmd
 }
 

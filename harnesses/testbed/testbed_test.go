@@ -125,6 +125,12 @@ func TestCalibrateQuick(t *testing.T) {
 	if err != nil {
 		var ge *GateError
 		if errors.As(err, &ge) {
+			if onlyOverload(err) {
+				// Every failing measurement coincided with the host
+				// stalling a real-time thread (other test packages share
+				// the 2 cores): the emulator was not measured, the host was.
+				t.Skipf("host overloaded during calibration, every failure coincided with stalls: %v", err)
+			}
 			t.Fatalf("gate failed: %v", err)
 		}
 		t.Fatal(err)
@@ -150,4 +156,46 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
+}
+
+// onlyOverload reports whether every gate failure in err was measured while
+// the host stalled (its message carries the stall note).
+func onlyOverload(err error) bool {
+	var gates []*GateError
+	var walk func(error)
+	walk = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				walk(x)
+			}
+			return
+		}
+		var ge *GateError
+		if errors.As(e, &ge) {
+			gates = append(gates, ge)
+		}
+	}
+	walk(err)
+	if len(gates) == 0 {
+		return false
+	}
+	for _, g := range gates {
+		for _, f := range g.Failures {
+			if !strings.Contains(f, "the machine is overloaded") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func TestOnlyOverload(t *testing.T) {
+	over := &GateError{Gate: "throughput", Failures: []string{"path A: x — the machine is overloaded, retry"}}
+	real := &GateError{Gate: "timing", Failures: []string{"path B: median 11 ms"}}
+	if !onlyOverload(errors.Join(over, over)) {
+		t.Error("all-overload failures not recognised")
+	}
+	if onlyOverload(errors.Join(over, real)) || onlyOverload(real) || onlyOverload(errors.New("x")) {
+		t.Error("a failure without stalls was excused")
+	}
 }
