@@ -2,25 +2,18 @@ package probe
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+
+	"github.com/migaudit/migaudit/harnesses/run"
 )
 
 // Refuse selects how a test server refuses migration. A real deployment
@@ -108,7 +101,7 @@ func Serve(ctx context.Context, opt ServerOptions, ready chan<- net.Addr) error 
 	if opt.BodyBytes == 0 {
 		opt.BodyBytes = 16 << 10
 	}
-	cert, err := SelfSigned()
+	cert, err := run.SelfSignedTLS()
 	if err != nil {
 		return err
 	}
@@ -150,57 +143,4 @@ func Serve(ctx context.Context, opt ServerOptions, ready chan<- net.Addr) error 
 		uc.Close()
 		return err
 	}
-}
-
-// SelfSigned makes a throwaway certificate for a test server. Nothing is
-// written to disk unless WriteSelfSigned is used.
-func SelfSigned() (tls.Certificate, error) {
-	certPEM, keyPEM, err := selfSignedPEM()
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.X509KeyPair(certPEM, keyPEM)
-}
-
-// WriteSelfSigned writes a throwaway key and certificate into dir (for
-// servers such as ngtcp2's that read them from files) and returns the paths.
-func WriteSelfSigned(dir string) (keyFile, certFile string, err error) {
-	certPEM, keyPEM, err := selfSignedPEM()
-	if err != nil {
-		return "", "", err
-	}
-	keyFile, certFile = filepath.Join(dir, "server.key"), filepath.Join(dir, "server.crt")
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		return "", "", err
-	}
-	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
-		return "", "", err
-	}
-	return keyFile, certFile, nil
-}
-
-func selfSignedPEM() (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "migaudit test server"},
-		DNSNames:     []string{"localhost", "migaudit.test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
 }

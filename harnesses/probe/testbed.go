@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/migaudit/migaudit/harnesses/run"
 	"github.com/migaudit/migaudit/harnesses/testbed"
 )
 
@@ -123,7 +124,7 @@ func startNgtcp2(ctx context.Context, tb *testbed.Testbed, logDir string) (func(
 		cleanup()
 		return nil, err
 	}
-	key, cert, err := WriteSelfSigned(dir)
+	key, cert, err := run.WriteSelfSigned(dir)
 	if err != nil {
 		cleanup()
 		return nil, err
