@@ -70,18 +70,15 @@ type Validator struct {
 	sources *sourceCache
 
 	mu     sync.Mutex
-	sites  map[string][]site
-	serr   map[string]error
-	traces map[string]*traceFacts
-	terr   map[string]error
+	sites  map[string]memoEntry[[]site]
+	traces map[string]memoEntry[*traceFacts]
 	shas   map[string]string
 }
 
 // New returns a validator over the given sources.
 func New(opts Options) *Validator {
 	return &Validator{opts: opts, sources: newSourceCache(opts.Mirrors),
-		sites: map[string][]site{}, serr: map[string]error{},
-		traces: map[string]*traceFacts{}, terr: map[string]error{}, shas: map[string]string{}}
+		sites: map[string]memoEntry[[]site]{}, traces: map[string]memoEntry[*traceFacts]{}, shas: map[string]string{}}
 }
 
 // Run validates the survey file, prints one line per check and the summary
@@ -235,28 +232,32 @@ func (v *Validator) tree(im gjson.Result) (*sourceTree, error) {
 	return v.sources.get(im.Get("upstream").String(), im.Get("commit").String())
 }
 
+// memoEntry is a cached result, error included: a source or trace that
+// failed once fails the same way for every check.
+type memoEntry[T any] struct {
+	val T
+	err error
+}
+
+// memo returns m[key], computing it with fn outside the lock on a miss.
+func memo[T any](mu *sync.Mutex, m map[string]memoEntry[T], key string, fn func() (T, error)) (T, error) {
+	mu.Lock()
+	e, ok := m[key]
+	mu.Unlock()
+	if ok {
+		return e.val, e.err
+	}
+	val, err := fn()
+	mu.Lock()
+	m[key] = memoEntry[T]{val, err}
+	mu.Unlock()
+	return val, err
+}
+
 // symbolSites memoises findSites.
 func (v *Validator) symbolSites(t *sourceTree, symbol, form string) ([]site, error) {
 	key := t.repoDir + "@" + t.commit + "#" + symbol + "#" + form
-	v.mu.Lock()
-	if s, ok := v.sites[key]; ok {
-		v.mu.Unlock()
-		return s, nil
-	}
-	if err, ok := v.serr[key]; ok {
-		v.mu.Unlock()
-		return nil, err
-	}
-	v.mu.Unlock()
-	s, err := findSites(t, symbol, form)
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if err != nil {
-		v.serr[key] = err
-		return nil, err
-	}
-	v.sites[key] = s
-	return s, nil
+	return memo(&v.mu, v.sites, key, func() ([]site, error) { return findSites(t, symbol, form) })
 }
 
 // tracePath resolves a repetition's trace: own runs against the repository
@@ -278,31 +279,12 @@ func (v *Validator) resolve(origin, rel string) (string, error) {
 }
 
 func (v *Validator) trace(path string) (*traceFacts, error) {
-	v.mu.Lock()
-	if f, ok := v.traces[path]; ok {
-		v.mu.Unlock()
-		return f, nil
-	}
-	if err, ok := v.terr[path]; ok {
-		v.mu.Unlock()
-		return nil, err
-	}
-	v.mu.Unlock()
-	var f *traceFacts
-	var err error
-	if _, serr := os.Stat(path); serr != nil {
-		err = fmt.Errorf("%w: %s absent", errNoSource, path)
-	} else {
-		f, err = readTrace(path)
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if err != nil {
-		v.terr[path] = err
-		return nil, err
-	}
-	v.traces[path] = f
-	return f, nil
+	return memo(&v.mu, v.traces, path, func() (*traceFacts, error) {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("%w: %s absent", errNoSource, path)
+		}
+		return readTrace(path)
+	})
 }
 
 // sortedKeys is for stable messages.
