@@ -18,6 +18,7 @@ import (
 
 	"github.com/migaudit/migaudit/audit/gitsrc"
 	"github.com/migaudit/migaudit/data"
+	"github.com/migaudit/migaudit/data/atomicfile"
 )
 
 // Options configure `migaudit audit`.
@@ -285,24 +286,7 @@ func WriteConstants(dir, name string, c data.Constants) (string, error) {
 		return "", err
 	}
 	p := filepath.Join(dir, name+".json")
-	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return "", err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.Write(p, b); err != nil {
 		return "", err
 	}
 	return p, nil

@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/migaudit/migaudit/data/atomicfile"
 	"github.com/migaudit/migaudit/harnesses/run"
 )
 
@@ -378,25 +379,4 @@ func hostPort(a netip.Addr, port int) string {
 
 func unixUS(us int64) time.Time { return time.UnixMicro(us) }
 
-func writeJSONAtomic(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+func writeJSONAtomic(path string, v any) error { return atomicfile.WriteJSON(path, v) }

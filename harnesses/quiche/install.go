@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/migaudit/migaudit/data/atomicfile"
 	"github.com/migaudit/migaudit/harnesses/run"
 )
 
@@ -102,17 +103,7 @@ func materialise(dir string) error {
 		if have, err := os.ReadFile(p); err == nil && bytes.Equal(have, want) {
 			continue
 		}
-		tmp, err := os.CreateTemp(dir, n+".tmp*")
-		if err != nil {
-			return fmt.Errorf("quiche harness: %w", err)
-		}
-		if _, err := tmp.Write(want); err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			return fmt.Errorf("quiche harness: write %s: %w", p, err)
-		}
-		tmp.Close()
-		if err := os.Rename(tmp.Name(), p); err != nil {
+		if err := atomicfile.Write(p, want); err != nil {
 			return fmt.Errorf("quiche harness: %w", err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/migaudit/migaudit/data"
+	"github.com/migaudit/migaudit/data/atomicfile"
 	"github.com/migaudit/migaudit/discriminator"
 	"github.com/migaudit/migaudit/parsers"
 	"github.com/migaudit/migaudit/parsers/timeline"
@@ -465,35 +466,7 @@ func listFiles(dir string) []FileInfo {
 
 // WriteJSONAtomic writes v as indented JSON to path through a temporary
 // file and a rename.
-func WriteJSONAtomic(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
-}
+func WriteJSONAtomic(path string, v any) error { return atomicfile.WriteJSON(path, v) }
 
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/migaudit/migaudit/data/atomicfile"
 )
 
 // The functions below are the work behind `migaudit testbed …`; the
@@ -256,30 +258,7 @@ func writeNew(path string, b []byte) error {
 	if _, err := os.Stat(path); err == nil {
 		return fmt.Errorf("%s exists; records are never overwritten", path)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	// Link, not rename: fails if path appeared meanwhile.
-	if err := os.Link(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Remove(tmp.Name())
+	return atomicfile.Create(path, b)
 }
 
 func writeJSON(w io.Writer, v any) error {

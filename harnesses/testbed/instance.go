@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/migaudit/migaudit/data/atomicfile"
 	"github.com/migaudit/migaudit/harnesses/testbed/linkemu"
 )
 
@@ -73,27 +74,7 @@ func writeInstance(in Instance) error {
 	return writeAtomic(instanceFile(in.Name), append(b, '\n'))
 }
 
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil { // status works for anyone
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+func writeAtomic(path string, b []byte) error { return atomicfile.Write(path, b) }
 
 // ReadInstance reads an instance's record.
 func ReadInstance(name string) (Instance, error) {
