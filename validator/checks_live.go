@@ -13,7 +13,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/migaudit/migaudit/data/survey"
+	"github.com/migaudit/migaudit/survey"
 	"github.com/tidwall/gjson"
 )
 

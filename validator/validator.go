@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/migaudit/migaudit/data/survey"
+	"github.com/migaudit/migaudit/survey"
 	"github.com/tidwall/gjson"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"path/filepath"
 
-	"github.com/migaudit/migaudit/data/survey/report"
+	"github.com/migaudit/migaudit/survey/report"
 	"github.com/spf13/cobra"
 )
 

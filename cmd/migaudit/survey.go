@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/migaudit/migaudit/data/survey/build"
+	"github.com/migaudit/migaudit/survey/build"
 	"github.com/spf13/cobra"
 )
 

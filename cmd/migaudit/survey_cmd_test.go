@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/migaudit/migaudit/data/survey"
+	"github.com/migaudit/migaudit/survey"
 )
 
 // surveyFile writes the survey package's hand-made fixture, finalised, as a
@@ -14,7 +14,7 @@ import (
 func surveyFile(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	b, err := os.ReadFile("../../data/survey/testdata/fixture_input.json")
+	b, err := os.ReadFile("../../survey/testdata/fixture_input.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,14 @@
 package main
 
 import (
-	"github.com/migaudit/migaudit/data/survey"
+	"github.com/migaudit/migaudit/survey/tables"
 	"github.com/spf13/cobra"
 )
 
 func init() { register(newTablesCmd) }
 
 func newTablesCmd() *cobra.Command {
-	o := survey.TablesOptions{}
+	o := tables.TablesOptions{}
 	cmd := &cobra.Command{
 		Use:   "tables",
 		Short: "Print the reviewer tables (compliance, window, RTT, constants) from survey_results.json",
@@ -16,7 +16,7 @@ func newTablesCmd() *cobra.Command {
   migaudit tables --table compliance --format csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return survey.RunTables(o, cmd.OutOrStdout())
+			return tables.RunTables(o, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&o.Path, "file", "data/survey_results.json", "survey results")

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/migaudit/migaudit/data/survey"
+	"github.com/migaudit/migaudit/survey"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -91,7 +91,7 @@ func TestReportCitesTheAuditedLines(t *testing.T) {
 func TestUnknownImplementationIsAnError(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "survey_results.json")
-	b, _ := os.ReadFile("../../survey.schema.json")
+	b, _ := os.ReadFile("../../data/survey.schema.json")
 	os.WriteFile(filepath.Join(dir, survey.SchemaFile), b, 0o644)
 	if err := survey.Write(p, fixture(t)); err != nil {
 		t.Fatal(err)

@@ -3,16 +3,13 @@ package survey
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-const schemaPath = "../survey.schema.json"
+const schemaPath = "../data/survey.schema.json"
 
 // loadFixture reads the hand-made survey input and derives everything
 // derived, as the survey command does.
@@ -28,57 +25,6 @@ func loadFixture(t *testing.T) *Survey {
 	}
 	Finalise(&s)
 	return &s
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
-func TestTablesGolden(t *testing.T) {
-	s := loadFixture(t)
-	for _, format := range []string{"table", "markdown", "csv"} {
-		t.Run(format, func(t *testing.T) {
-			var buf bytes.Buffer
-			if err := WriteTables(&buf, s, format, ""); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, "tables."+format+".golden", buf.Bytes())
-		})
-	}
-}
-
-func TestComplianceTableReproducesStudyAnswers(t *testing.T) {
-	s := loadFixture(t)
-	want := map[string][3]string{
-		"picoquic": {"NO", "present but inert", "NO"},
-		"quic-go":  {"YES", "NO", "YES"},
-		"quiche":   {"YES", "NO", "YES"},
-		"msquic":   {"ASYMMETRIC", "NO", "SPLIT"},
-		"ngtcp2":   {"YES", "NO", "YES"},
-	}
-	for _, row := range ComplianceTable(s).Rows {
-		w, ok := want[row[0]]
-		if !ok {
-			t.Fatalf("unexpected row %v", row)
-		}
-		if got := [3]string{row[3], row[4], row[5]}; got != w {
-			t.Errorf("%s: got %v, want %v", row[0], got, w)
-		}
-	}
 }
 
 func TestFinaliseComputesCrossCutting(t *testing.T) {

@@ -24,9 +24,9 @@ import (
 	"github.com/migaudit/migaudit/audit"
 	"github.com/migaudit/migaudit/audit/gitsrc"
 	"github.com/migaudit/migaudit/data"
-	"github.com/migaudit/migaudit/data/survey"
 	"github.com/migaudit/migaudit/discriminator"
 	"github.com/migaudit/migaudit/parsers"
+	"github.com/migaudit/migaudit/survey"
 )
 
 // Options for `migaudit survey`.

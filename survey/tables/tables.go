@@ -1,4 +1,4 @@
-package survey
+package tables
 
 import (
 	"encoding/csv"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/migaudit/migaudit/survey"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -23,12 +25,12 @@ type Table struct {
 }
 
 // Tables builds every reviewer table from the survey alone.
-func Tables(s *Survey) []Table {
+func Tables(s *survey.Survey) []Table {
 	return []Table{ComplianceTable(s), WindowTable(s), RTTTable(s), ConstantsTable(s)}
 }
 
 // DisplayAnswer renders an answer as the study's tables do.
-func DisplayAnswer(a *Answer) string {
+func DisplayAnswer(a *survey.Answer) string {
 	if a == nil {
 		return "—"
 	}
@@ -36,7 +38,7 @@ func DisplayAnswer(a *Answer) string {
 	if v == "INERT" {
 		v = "present but inert"
 	}
-	if a.Agreement == Disagree {
+	if a.Agreement == survey.Disagree {
 		v += " (live: " + a.LiveAnswer + ")"
 	}
 	return v
@@ -50,7 +52,7 @@ func shortCommit(c string) string {
 }
 
 // ComplianceTable: implementation, language, commit, Q1, Q2, Q3, repetitions.
-func ComplianceTable(s *Survey) Table {
+func ComplianceTable(s *survey.Survey) Table {
 	t := Table{Name: "compliance", Title: "Compliance",
 		Header: []string{"Implementation", "Language", "Commit", "Q1 (MUST)", "Q2 (MAY)", "Q3 (MUST)", "Live reps"}}
 	for i := range s.Implementations {
@@ -61,25 +63,25 @@ func ComplianceTable(s *Survey) Table {
 	return t
 }
 
-func repsCell(l *Live) string {
+func repsCell(l *survey.Live) string {
 	if l == nil || len(l.Repetitions) == 0 {
 		return "0"
 	}
 	n := strconv.Itoa(l.Retained)
-	if l.Origin == Reference {
+	if l.Origin == survey.Reference {
 		n += " (reference)"
 	}
 	return n
 }
 
 // ipReps are the repetitions verified as IP migrations.
-func ipReps(l *Live) []Repetition {
+func ipReps(l *survey.Live) []survey.Repetition {
 	if l == nil {
 		return nil
 	}
-	var out []Repetition
+	var out []survey.Repetition
 	for _, r := range l.Repetitions {
-		if CountsAsMigration(r.Migration.Kind) {
+		if survey.CountsAsMigration(r.Migration.Kind) {
 			out = append(out, r)
 		}
 	}
@@ -139,7 +141,7 @@ func msRange(vs []int64) string {
 }
 
 // WindowTable: before, after, own initial window, reset observed.
-func WindowTable(s *Survey) Table {
+func WindowTable(s *survey.Survey) Table {
 	t := Table{Name: "window", Title: "Congestion window across migration",
 		Header: []string{"Implementation", "Window before", "Window after", "Own initial window", "Reset observed", "Reps"}}
 	for i := range s.Implementations {
@@ -207,7 +209,7 @@ func shortLabel(l string) string {
 }
 
 // RTTTable: first post-migration RTT, true RTT of the new path, what it reflects.
-func RTTTable(s *Survey) Table {
+func RTTTable(s *survey.Survey) Table {
 	t := Table{Name: "rtt", Title: "RTT after migration",
 		Header: []string{"Implementation", "First post-migration RTT", "True RTT of new path", "What it reflects"}}
 	for i := range s.Implementations {
@@ -229,7 +231,7 @@ func RTTTable(s *Survey) Table {
 	return t
 }
 
-func newPathRTT(r Repetition) int64 {
+func newPathRTT(r survey.Repetition) int64 {
 	if r.NewPathRTTUS > 0 {
 		return r.NewPathRTTUS
 	}
@@ -266,7 +268,7 @@ func attributionCell(attr map[string]int, n int) string {
 }
 
 // ConstantsTable: the discriminator constants with their arithmetic.
-func ConstantsTable(s *Survey) Table {
+func ConstantsTable(s *survey.Survey) Table {
 	t := Table{Name: "constants", Title: "Discriminator constants",
 		Header: []string{"Implementation", "Initial window", "Loss floor", "Loss factor", "Default RTT", "Provenance"}}
 	for i := range s.Implementations {
@@ -353,7 +355,7 @@ type TablesOptions struct {
 
 // RunTables prints the reviewer tables from the survey file alone.
 func RunTables(opts TablesOptions, w io.Writer) error {
-	s, err := Read(opts.Path)
+	s, err := survey.Read(opts.Path)
 	if err != nil {
 		return err
 	}
@@ -361,7 +363,7 @@ func RunTables(opts TablesOptions, w io.Writer) error {
 }
 
 // WriteTables renders the selected tables of s.
-func WriteTables(w io.Writer, s *Survey, format, only string) error {
+func WriteTables(w io.Writer, s *survey.Survey, format, only string) error {
 	found := false
 	for i, t := range Tables(s) {
 		if only != "" && t.Name != only {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/migaudit/migaudit/audit"
 	"github.com/migaudit/migaudit/data"
-	"github.com/migaudit/migaudit/data/survey"
 	"github.com/migaudit/migaudit/discriminator"
+	"github.com/migaudit/migaudit/survey"
 )
 
 func write(t *testing.T, p string, b []byte) {
@@ -32,7 +32,7 @@ func ev(path string, line int, excerpt, kind string) audit.Evidence {
 // whose analysis says q1, and a mirror directory.
 func world(t *testing.T, q1 string) (root, mirrors string) {
 	root, mirrors = t.TempDir(), t.TempDir()
-	schema, err := os.ReadFile("../../survey.schema.json")
+	schema, err := os.ReadFile("../../data/survey.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestCombine(t *testing.T) {
 }
 
 func TestReferenceTraceIsAnalysedNotCopied(t *testing.T) {
-	ref := filepath.Join("..", "..", "..", "..", "shared", "reference")
+	ref := filepath.Join("..", "..", "..", "shared", "reference")
 	if _, err := os.Stat(filepath.Join(ref, "traces", "msquic_server.log.gz")); err != nil {
 		t.Skip("../shared/reference absent")
 	}

@@ -15,9 +15,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/migaudit/migaudit/data/survey"
 	"github.com/migaudit/migaudit/parsers"
 	"github.com/migaudit/migaudit/parsers/timeline"
+	"github.com/migaudit/migaudit/survey"
+	"github.com/migaudit/migaudit/survey/tables"
 )
 
 // Options for `migaudit report`.
@@ -86,7 +87,7 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 		if a == nil {
 			continue
 		}
-		p("| %s | %s | %s | **%s** | %s | %s / %s (%s) |\n", q, section(q), a.RequirementLevel, survey.DisplayAnswer(a), a.Established, dash(a.SourceAnswer), dash(a.LiveAnswer), a.Agreement)
+		p("| %s | %s | %s | **%s** | %s | %s / %s (%s) |\n", q, section(q), a.RequirementLevel, tables.DisplayAnswer(a), a.Established, dash(a.SourceAnswer), dash(a.LiveAnswer), a.Agreement)
 	}
 	for _, d := range s.Disagreements {
 		if d.Implementation == im.Name {
@@ -99,7 +100,7 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 			continue
 		}
 		p("\n## %s — %s (%s)\n\n> %s\n\n", q, section(q), a.RequirementLevel, strings.TrimPrefix(a.Requirement, section(q)+": "))
-		p("**Answer: %s** (%s", survey.DisplayAnswer(a), a.Established)
+		p("**Answer: %s** (%s", tables.DisplayAnswer(a), a.Established)
 		if a.Agreement != "" {
 			p("; %s", a.Agreement)
 		}
@@ -161,10 +162,10 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 			}
 			var evs []string
 			for _, e := range r.Events {
-				evs = append(evs, fmt.Sprintf("%s %s @%.3f s", e.Kind, survey.Bytes(e.ValueBytes), float64(e.AtUS-r.Migration.AtUS)/1e6))
+				evs = append(evs, fmt.Sprintf("%s %s @%.3f s", e.Kind, tables.Bytes(e.ValueBytes), float64(e.AtUS-r.Migration.AtUS)/1e6))
 			}
-			p("| %s | %s | %s | %s | %v | %s | %s | %s | %s | %s |\n", r.ID, mig, survey.Bytes(r.WindowBeforeBytes), survey.Bytes(r.WindowAfterBytes), r.ResetObserved,
-				dash(strings.Join(evs, "; ")), survey.Millis(r.RTT.FirstAfterUS), r.RTT.Attribution, r.Q1, r.Q3)
+			p("| %s | %s | %s | %s | %v | %s | %s | %s | %s | %s |\n", r.ID, mig, tables.Bytes(r.WindowBeforeBytes), tables.Bytes(r.WindowAfterBytes), r.ResetObserved,
+				dash(strings.Join(evs, "; ")), tables.Millis(r.RTT.FirstAfterUS), r.RTT.Attribution, r.Q1, r.Q3)
 		}
 		p("\nEvent times are relative to the migration.\n\n")
 		for _, r := range l.Repetitions {
@@ -266,7 +267,7 @@ func plotRep(im *survey.Implementation, r survey.Repetition, o Options) ([]byte,
 	}
 	pl.Marks = append(pl.Marks, Mark{T: 0, Label: "migration (" + r.Migration.Kind + ")", Value: -1, Kind: "MIGRATION"})
 	for _, e := range r.Events {
-		pl.Marks = append(pl.Marks, Mark{T: e.AtUS - at, Label: fmt.Sprintf("%s %s", e.Kind, survey.Bytes(e.ValueBytes)), Value: e.ValueBytes, Kind: e.Kind})
+		pl.Marks = append(pl.Marks, Mark{T: e.AtUS - at, Label: fmt.Sprintf("%s %s", e.Kind, tables.Bytes(e.ValueBytes)), Value: e.ValueBytes, Kind: e.Kind})
 	}
 	var b bytes.Buffer
 	if err := WriteSVG(&b, pl); err != nil {
@@ -327,7 +328,7 @@ func labelText(l string) string {
 
 func fnum(f float64) string {
 	if f == float64(int64(f)) {
-		return survey.Bytes(int64(f))[:len(survey.Bytes(int64(f)))-2]
+		return tables.Bytes(int64(f))[:len(tables.Bytes(int64(f)))-2]
 	}
 	return fmt.Sprintf("%g", f)
 }

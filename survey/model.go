@@ -1,4 +1,6 @@
-// Package survey builds, checks and renders data/survey_results.json, the
+// Package survey is the model of data/survey_results.json and its file
+// format: the stage between audit + runs (survey/build) and the
+// presentation (survey/tables, survey/report), checked by validate; the
 // single source of truth for every claim migaudit makes: per implementation
 // the three answers (from source, from live runs, or both), the discriminator
 // constants with their source positions, the live figures per repetition and
