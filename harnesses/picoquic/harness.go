@@ -28,9 +28,9 @@ import (
 	"time"
 
 	"github.com/migaudit/migaudit/harnesses/run"
+	"github.com/migaudit/migaudit/harnesses/upstream"
 	"github.com/migaudit/migaudit/parsers"
 	"github.com/migaudit/migaudit/parsers/timeline"
-	"github.com/migaudit/migaudit/harnesses/upstream"
 )
 
 const (
