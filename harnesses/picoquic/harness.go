@@ -64,6 +64,11 @@ func (h *Harness) ConfigureUpstream(o upstream.Options) error {
 	if err := upstream.CheckDeps("picoquic", o.Deps, "picotls"); err != nil {
 		return err
 	}
+	// Resolve the source and commit now: a wrong --source or --commit is
+	// reported before anything is built or brought up.
+	if _, err := upstream.Open(upstream.Source{Impl: "picoquic", Upstream: Upstream, Dir: o.Source, Commit: o.Commit}); err != nil {
+		return err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.opts, h.built = o, nil
