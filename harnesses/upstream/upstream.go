@@ -344,7 +344,7 @@ func Ensure(ctx context.Context, r Recipe, log io.Writer) (*Artifact, error) {
 		DepDirs: map[string]string{}, Options: append([]string(nil), r.Options...), Jobs: runtime.NumCPU(), Log: lf,
 		logPath: logPath, extra: map[string]string{},
 	}
-	fmt.Fprintf(log, "%s %s: exporting %s from %s into %s\n", r.Impl, short(main.commit), r.Impl, main.repo.Dir, w.SrcDir)
+	fmt.Fprintf(log, "%s %s: exporting %s from %s into %s\n", r.Impl, short(main.commit), main.src.Impl, main.repo.Dir, w.SrcDir)
 	if w.Submodules, err = main.snap.Export(w.SrcDir); err != nil {
 		return nil, err
 	}
