@@ -147,11 +147,6 @@ type Live struct {
 	// IPChanges is the number of repetitions verified as a genuine IP change.
 	IPChanges int    `json:"ip_changes"`
 	Summary   string `json:"summary"`
-	// Reference is, beside this project's own runs, the study's reference
-	// repetition analysed with the same discriminator: a second source,
-	// read from --evidence and never copied into the repository. Nil when
-	// the live part is the reference itself or --evidence was not given.
-	Reference *Repetition `json:"reference,omitempty"`
 }
 
 // Repetition is one live run (or one reference trace / timeline).

@@ -611,12 +611,6 @@ func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []
 		}
 		finishLive(l)
 		logf(w, "%-9s live: %d own repetitions", pin.Name, len(l.Repetitions))
-		if ref, rel, err := referenceRep(o, pin); err != nil {
-			return nil, nil, err
-		} else if ref != nil {
-			l.Reference = ref
-			notes = append(notes, fmt.Sprintf("the study's reference trace %s is kept beside the own runs as a second source (Q1 %s, Q3 %s, window %d → %d B); read from --evidence, never copied into this repository", rel, ref.Q1, ref.Q3, ref.WindowBeforeBytes, ref.WindowAfterBytes))
-		}
 		return l, notes, nil
 	}
 	rel, ok := referenceTraces[pin.Name]
@@ -630,39 +624,21 @@ func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []
 	if _, err := os.Stat(path); err != nil {
 		return nil, append(notes, "reference trace "+path+" absent"), nil
 	}
-	rep, _, err := referenceRep(o, pin)
+	an, err := discriminator.AnalyzeFile(path, parsers.Options{}, discriminator.Options{Impl: pin.Name})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reference %s: %w", path, err)
+	}
+	sha, err := fileSHA(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	l := &survey.Live{Origin: survey.Reference, Repetitions: []survey.Repetition{*rep}}
+	rep := fromAnalysis(&an, "study", rel, sha)
+	l := &survey.Live{Origin: survey.Reference, Repetitions: []survey.Repetition{rep}}
 	finishLive(l)
 	notes = append(notes, "live part from the study's reference trace "+rel+" (one repetition of the study's five; read from --evidence, never copied into this repository)")
 	logf(w, "%-9s live: reference trace %s", pin.Name, rel)
 	_ = cons
 	return l, notes, nil
-}
-
-// referenceRep analyses the study's reference trace of pin with the same
-// discriminator; nil when there is none or --evidence is not given.
-func referenceRep(o Options, pin data.Implementation) (*survey.Repetition, string, error) {
-	rel, ok := referenceTraces[pin.Name]
-	if !ok || o.Evidence == "" {
-		return nil, "", nil
-	}
-	path := filepath.Join(o.Evidence, rel)
-	if _, err := os.Stat(path); err != nil {
-		return nil, "", nil
-	}
-	an, err := discriminator.AnalyzeFile(path, parsers.Options{}, discriminator.Options{Impl: pin.Name})
-	if err != nil {
-		return nil, "", fmt.Errorf("reference %s: %w", path, err)
-	}
-	sha, err := fileSHA(path)
-	if err != nil {
-		return nil, "", err
-	}
-	rep := fromAnalysis(&an, "study", rel, sha)
-	return &rep, rel, nil
 }
 
 // logMove finds the endpoints' own record of the peer's address change:

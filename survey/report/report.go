@@ -155,13 +155,7 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 	if l := im.Live; l != nil && len(l.Repetitions) > 0 {
 		p("## What the live runs showed\n\n%s. Evidence: %s.\n\n", l.Summary, originText(l.Origin))
 		p("| Rep | Migration | Window before | Window after | Reset | Classified events | First RTT after | Reflects | Q1 | Q3 |\n|---|---|---|---|---|---|---|---|---|---|\n")
-		rows := l.Repetitions
-		if l.Reference != nil {
-			ref := *l.Reference
-			ref.ID += " (reference, second source)"
-			rows = append(append([]survey.Repetition{}, rows...), ref)
-		}
-		for _, r := range rows {
+		for _, r := range l.Repetitions {
 			mig := r.Migration.Kind
 			if r.Migration.OldAddr != "" || r.Migration.NewAddr != "" {
 				mig += fmt.Sprintf(" %s → %s", dash(r.Migration.OldAddr), dash(r.Migration.NewAddr))
@@ -173,11 +167,7 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 			p("| %s | %s | %s | %s | %v | %s | %s | %s | %s | %s |\n", r.ID, mig, tables.Bytes(r.WindowBeforeBytes), tables.Bytes(r.WindowAfterBytes), r.ResetObserved,
 				dash(strings.Join(evs, "; ")), tables.Millis(r.RTT.FirstAfterUS), r.RTT.Attribution, r.Q1, r.Q3)
 		}
-		p("\nEvent times are relative to the migration.")
-		if l.Reference != nil {
-			p(" The last row is the study's reference repetition (%s, read from --evidence), analysed with the same discriminator beside this project's runs.", l.Reference.Trace)
-		}
-		p("\n\n")
+		p("\nEvent times are relative to the migration.\n\n")
 		for _, r := range l.Repetitions {
 			svg, err := plotRep(im, r, o)
 			if err != nil {
