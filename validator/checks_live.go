@@ -842,6 +842,13 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 				d.fail("%s: converged_after_us %d: no smoothed-RTT sample at +%d µs is near the new path", id, ca, ca)
 				continue
 			}
+			// …and it is the first: from the first post-migration sample on,
+			// none earlier is already within 10% of the new path (the
+			// survey's "within 10% of the new path from").
+			if t, ok := earlierNear(f, at, first, at+ca-1000, 0.10, newPath, rep.Get("rtt.new_path_us").Int()); ok {
+				d.fail("%s: converged_after_us %d, but the smoothed RTT is already within 10%% of the new path at +%d µs", id, ca, t-at)
+				continue
+			}
 		}
 		q3 := rep.Get("q3").String()
 		w := q3Of(attr)
@@ -925,6 +932,36 @@ func interleavings(f *traceFacts, at, old, newPath, def int64) int {
 		last = cur
 	}
 	return n
+}
+
+// earlierNear finds a smoothed-RTT sample before before, from the first
+// post-migration sample on (the last sample of value first between at and
+// before: the trace may hold the same value earlier, before the path was
+// validated), within tol of one of the new-path RTTs.
+func earlierNear(f *traceFacts, at, first, before int64, tol float64, newPaths ...int64) (int64, bool) {
+	t0 := int64(-1)
+	for _, s := range f.Samples {
+		if s.T >= at && s.T <= before+1000 && s.SRTT >= 0 && within(s.SRTT, first, 1) {
+			t0 = s.T
+		}
+	}
+	if t0 < 0 {
+		return 0, false
+	}
+	for _, s := range f.Samples {
+		if s.T < t0 || s.SRTT < 0 {
+			continue
+		}
+		if s.T >= before {
+			continue // events are logged slightly out of time order
+		}
+		for _, np := range newPaths {
+			if np > 0 && roughly(s.SRTT, np, tol) {
+				return s.T, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // convergedAt: a smoothed-RTT sample at t (±1 ms) within 25% of the new

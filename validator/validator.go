@@ -10,6 +10,7 @@
 package validator
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -164,12 +165,46 @@ func (v *Validator) Check(raw []byte) []Result {
 			st, found := c.fn(v, doc, im)
 			out = append(out, Result{ID: name + "/" + c.name, Status: st, Found: found})
 		}
+		// The study's reference repetition kept beside own runs (a second
+		// source) makes the same live claims: the same checks re-derive them.
+		if ref, ok := withReferenceLive(im); ok {
+			for _, c := range perImplChecks {
+				if !strings.HasPrefix(c.claim, "live.") || !c.applies(ref) {
+					continue
+				}
+				st, found := c.fn(v, doc, ref)
+				out = append(out, Result{ID: name + "/reference/" + c.name, Status: st, Found: found})
+			}
+			for _, c := range specificChecks[name] {
+				st, found := c.fn(v, doc, ref)
+				out = append(out, Result{ID: name + "/reference/" + c.name, Status: st, Found: found})
+			}
+		}
 	}
 	for _, c := range crossChecks {
 		st, found := c.fn(v, doc, doc)
 		out = append(out, Result{ID: c.name, Status: st, Found: found})
 	}
 	return out
+}
+
+// withReferenceLive returns the entry with its live part replaced by
+// live.reference, when there is one.
+func withReferenceLive(im gjson.Result) (gjson.Result, bool) {
+	ref := im.Get("live.reference")
+	if !ref.Exists() || !ref.IsObject() {
+		return gjson.Result{}, false
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(im.Raw), &m); err != nil {
+		return gjson.Result{}, false
+	}
+	m["live"] = json.RawMessage(ref.Raw)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return gjson.Result{}, false
+	}
+	return gjson.ParseBytes(b), true
 }
 
 type check struct {
