@@ -12,11 +12,13 @@
 //
 // API (stable; harnesses/picoquic and harnesses/msquic build on it):
 //
-//	type Source struct{ Impl, Upstream, Dir, Commit string }
+//	type Source struct{ Impl, Upstream, Dir, Commit string; Dep bool }
 //	    // Dir "" = resolve like `audit`: a mirror under $MIGAUDIT_MIRRORS
 //	    // (<dir>/<owner>+<name>/repo, …) or a clone already in the user cache
 //	    // (<cache>/migaudit/src/<name>.git); never cloned from the network here.
 //	    // Commit "" = the pinned commit of data/implementations.json (Impl).
+//	    // Dep (set by Ensure for Recipe.Deps) makes errors name --dep, not --source.
+//	func Open(src Source) (*gitsrc.Snapshot, error) // resolve without building (read files at the commit)
 //	type Recipe struct {
 //	    Impl     string
 //	    Version  string             // recipe revision; part of the key
