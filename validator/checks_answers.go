@@ -72,6 +72,26 @@ func liveVerdicts(im gjson.Result) map[string]string {
 // checkAnswers: each answer is what its own evidence supports. The answer
 // is the source answer (the live one when there is no source), the live
 // answer is the repetitions' verdict, per-repetition Q1 follows the exact
+// checkRepQ1: every repetition's q1 says what its reset_observed says (the
+// per-repetition part of checkAnswers, for the reference repetition kept
+// beside own runs, whose answers come from the own runs).
+func checkRepQ1(v *Validator, doc, im gjson.Result) (Status, string) {
+	var d verdict
+	n := 0
+	for _, rep := range im.Get("live.repetitions").Array() {
+		n++
+		want := "NO"
+		if rep.Get("reset_observed").Bool() {
+			want = "YES"
+		}
+		if got := rep.Get("q1").String(); got != want && got != "UNKNOWN" {
+			d.fail("%s: q1 %s but reset_observed=%v", rep.Get("id").String(), got, rep.Get("reset_observed").Bool())
+		}
+	}
+	d.note("%d repetitions' q1 match reset_observed", n)
+	return d.result()
+}
+
 // initial-window hit, agreement and "established" say what happened, a
 // disagreement is listed, and ASYMMETRIC has roles that differ.
 func checkAnswers(v *Validator, doc, im gjson.Result) (Status, string) {

@@ -169,13 +169,13 @@ func (v *Validator) Check(raw []byte) []Result {
 		// source) makes the same live claims: the same checks re-derive them.
 		if ref, ok := withReferenceLive(im); ok {
 			for _, c := range perImplChecks {
-				if !strings.HasPrefix(c.claim, "live.") || !c.applies(ref) {
+				if !(strings.HasPrefix(c.claim, "live.") || c.name == "constants") || !c.applies(ref) {
 					continue
 				}
 				st, found := c.fn(v, doc, ref)
 				out = append(out, Result{ID: name + "/reference/" + c.name, Status: st, Found: found})
 			}
-			for _, c := range specificChecks[name] {
+			for _, c := range append([]check{{"q1", checkRepQ1, ""}}, specificChecks[name]...) {
 				st, found := c.fn(v, doc, ref)
 				out = append(out, Result{ID: name + "/reference/" + c.name, Status: st, Found: found})
 			}
