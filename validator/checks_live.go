@@ -858,7 +858,11 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 			w = "UNKNOWN"
 		}
 		why := "RTT attributed to " + attr
-		if pn, sentAt, ok := ackedBefore(f, at, rep.Get("rtt.first_after_us").Int(), defRTT); ok {
+		if attr == "mixed" {
+			// Two estimators interleaved without path ids (checked above):
+			// which path an old packet's ACK fed cannot be told.
+			w = "UNKNOWN"
+		} else if pn, sentAt, ok := ackedBefore(f, at, rep.Get("rtt.first_after_us").Int(), defRTT); ok {
 			// The sample came from acknowledging a packet sent on the old
 			// path, before the migration: old-path input to the new path's
 			// estimator, whatever value it happens to have.
