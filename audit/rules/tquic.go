@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/audit/query"
 	"github.com/migaudit/migaudit/audit/syntax"
 )
 
@@ -27,47 +28,60 @@ var tquicFiles = []string{tquicConn, tquicPath, "src/connection/rtt.rs", "src/li
 	"src/ffi.rs"}
 
 func init() {
-	audit.Register("tquic",
-		n9Rule("tquic/q1", "Is migration possible at all: migrate_path body, set_active call sites, select_send_path fallback, multipath default.", audit.Q1, tquicQ1),
-		n9Rule("tquic/q2", "PATH_RESPONSE seeds the new path's initial RTT (try_set_init_rtt); does that path ever become active?", audit.Q2, tquicQ2),
-		n9Rule("tquic/q3", "Old-path exclusion is moot when the path never changes.", audit.Q3, tquicQ3),
-		n9Rule("tquic/constants", "BBR (the default) initial and minimum window from RecoveryConfig defaults; BBR has no loss factor; INITIAL_RTT.", audit.ConstInitialWindow, tquicConstants),
+	query.Register("tquic",
+		&query.Rule{Name: "tquic/q1", Question: audit.Q1, Role: query.Both,
+			Doc:    "Is migration possible at all: migrate_path body, set_active call sites, select_send_path fallback, multipath default.",
+			Files:  tquicFiles,
+			Needs:  []query.Anchor{query.FuncIn(tquicConn, "migrate_path", ""), query.FuncIn(tquicConn, "get_or_create_path", "")},
+			Decide: tquicQ1},
+		&query.Rule{Name: "tquic/q2", Question: audit.Q2, Role: query.Both,
+			Doc:    "PATH_RESPONSE seeds the new path's initial RTT (try_set_init_rtt); does that path ever become active?",
+			Files:  tquicFiles,
+			Needs:  []query.Anchor{query.FuncIn(tquicPath, "on_path_resp_received", "Path")},
+			Decide: tquicQ2},
+		&query.Rule{Name: "tquic/q3", Question: audit.Q3, Role: query.Both,
+			Doc:    "Old-path exclusion is moot when the path never changes.",
+			Files:  tquicFiles,
+			Decide: tquicQ3},
+		&query.Rule{Name: "tquic/constants", Question: audit.ConstInitialWindow, Role: query.Both,
+			Doc:    "BBR (the default) initial and minimum window from RecoveryConfig defaults; BBR has no loss factor; INITIAL_RTT.",
+			Files:  tquicFiles,
+			Needs:  []query.Anchor{query.FuncIn("src/lib.rs", "default", "RecoveryConfig"), query.FuncIn("src/congestion_control/bbr.rs", "from", "BbrConfig"), query.FuncIn("src/congestion_control/bbr.rs", "on_congestion_event", "Bbr")},
+			Decide: tquicConstants},
 	)
 }
 
 // tquicActivation: paths are activated only with multipath.
-func tquicActivation(x *n9) (n9Verdict, bool) {
-	v := n9Verdict{}
-	resp, _, ok1 := x.fnIn(tquicPath, "on_path_resp_received", "Path")
-	sel, _, ok2 := x.fnIn(tquicConn, "select_send_path", "")
-	pnew, _, ok3 := x.fnIn(tquicPath, "new", "PathMap")
+func tquicActivation(x *query.Code) (query.Verdict, bool) {
+	v := query.Verdict{}
+	resp, ok1 := x.Find(query.FuncIn(tquicPath, "on_path_resp_received", "Path"))
+	sel, ok2 := x.Find(query.FuncIn(tquicConn, "select_send_path", ""))
+	pnew, ok3 := x.Lookup(query.FuncIn(tquicPath, "new", "PathMap"))
 	if !ok1 || !ok2 {
 		return v, false
 	}
-	sa, okA := x.callIn(resp, "set_active", "multipath")
+	sa, okA := x.CallIn(resp, "set_active", "multipath")
 	if okA {
-		v.add(x.ev(sa.Pos, "call", "a validated path becomes active only if multipath: "+sa.Text))
+		v.Add(x.Evidence(sa.Pos, "call", "a validated path becomes active only if multipath: "+sa.Text))
 	}
 	var actTrue []syntax.Call
-	for _, c := range x.calls("set_active") {
+	for _, c := range x.Calls("set_active") {
 		if len(c.Args) == 1 && c.Args[0].Text == "true" {
 			actTrue = append(actTrue, c)
 		}
 	}
-	v.count("set_active_true_call_sites", len(actTrue))
+	v.Count("set_active_true_call_sites", len(actTrue))
 	for _, c := range actTrue {
-		v.add(x.ev(c.Pos, "call", "set_active(true) in "+c.Func+" ("+c.Path+")"))
+		v.Add(x.Evidence(c.Pos, "call", "set_active(true) in "+c.Func+" ("+c.Path+")"))
 	}
-	if c, ok := x.callIn(sel, "get_active_path_id"); ok {
-		v.add(x.ev(c.Pos, "call", "select_send_path falls back to the active path"))
+	if c, ok := x.CallIn(sel, "get_active_path_id"); ok {
+		v.Add(x.Evidence(c.Pos, "call", "select_send_path falls back to the active path"))
 	}
 	if ok3 {
-		if a, ok := x.fieldInit(pnew, "is_multipath"); ok {
-			v.add(x.ev(a.Pos, "setting", "is_multipath: "+a.RHS))
-			v.note("Multipath is off by default (is_multipath: %s).", a.RHS)
+		if a, ok := x.FieldInit(pnew, "is_multipath"); ok {
+			v.Add(x.Evidence(a.Pos, "setting", "is_multipath: "+a.RHS))
+			v.Note("Multipath is off by default (is_multipath: %s).", a.RHS)
 		}
-	} else {
-		x.missing = x.missing[:len(x.missing)-1]
 	}
 	onlyMP := okA && len(actTrue) > 0
 	for _, c := range actTrue {
@@ -85,27 +99,23 @@ func tquicActivation(x *n9) (n9Verdict, bool) {
 	return v, true
 }
 
-func tquicQ1(p *audit.Pass) ([]audit.Finding, error) {
-	x, err := n9Open(p, tquicFiles...)
-	if err != nil {
-		return nil, err
-	}
-	mp, _, ok1 := x.fnIn(tquicConn, "migrate_path", "")
-	gocp, _, ok2 := x.fnIn(tquicConn, "get_or_create_path", "")
+func tquicQ1(x *query.Code) ([]audit.Finding, error) {
+	mp := x.Def(query.FuncIn(tquicConn, "migrate_path", ""))
+	gocp := x.Def(query.FuncIn(tquicConn, "get_or_create_path", ""))
 	act, ok3 := tquicActivation(x)
-	if !ok1 || !ok2 || !ok3 {
-		return x.absent(audit.Q1), nil
+	if !ok3 {
+		return x.Absence()
 	}
 	// Migrating role: migrate_path is a stub.
-	m := n9Verdict{}
-	m.add(x.ev(mp.Pos, "definition", "Connection::migrate_path"))
-	body := n9OneLine(n9Body(mp))
-	todo := x.commentsIn(tquicConn, mp.Line, mp.EndLine, "TODO")
+	m := query.Verdict{}
+	m.Add(x.Evidence(mp.Pos, "definition", "Connection::migrate_path"))
+	body := query.OneLine(query.Body(mp))
+	todo := x.CommentsIn(tquicConn, mp.Line, mp.EndLine, "TODO")
 	for _, c := range todo {
-		m.add(x.ev(c.Pos, "comment", n9OneLine(c.Context)))
+		m.Add(x.Evidence(c.Pos, "comment", query.OneLine(c.Context)))
 	}
-	m.count("migrate_path_call_sites", len(x.calls("migrate_path")))
-	if strings.HasSuffix(body, "Err(Error::InternalError)") && len(x.allCallsIn(mp)) <= 1 {
+	m.Count("migrate_path_call_sites", len(x.Calls("migrate_path")))
+	if strings.HasSuffix(body, "Err(Error::InternalError)") && len(x.AllCallsIn(mp)) <= 1 {
 		m.Answer = audit.NotSupported
 		m.Mechanism = fmt.Sprintf("Connection::migrate_path is a stub: %q", body)
 	} else {
@@ -114,45 +124,41 @@ func tquicQ1(p *audit.Pass) ([]audit.Finding, error) {
 	}
 	// Observing role: the server creates a path with fresh Recovery, but never activates it.
 	o := act
-	if c, ok := x.callIn(gocp, "new", "path::Path::new"); ok {
-		o.add(x.ev(c.Pos, "call", "the server creates a Path (fresh Recovery) for a packet from a new address"))
+	if c, ok := x.CallIn(gocp, "new", "path::Path::new"); ok {
+		o.Add(x.Evidence(c.Pos, "call", "the server creates a Path (fresh Recovery) for a packet from a new address"))
 	}
-	if rn, ok := x.fieldInit(x.optFn(tquicPath, "new", "Path"), "recovery"); ok {
-		o.add(x.ev(rn.Pos, "assignment", "recovery: "+rn.RHS))
+	if rn, ok := x.FieldInit(x.Opt(query.FuncIn(tquicPath, "new", "Path")), "recovery"); ok {
+		o.Add(x.Evidence(rn.Pos, "assignment", "recovery: "+rn.RHS))
 	}
-	fm, fo := x.finding(audit.Q1, n9Migrating, m), x.finding(audit.Q1, n9Observing, o)
-	h := x.hook("Connection::migrate_path", "public migration API (also exported to C as quic_conn_migrate_path) whose body is a TODO returning Err(InternalError)", []syntax.Def{mp}, x.calls("migrate_path"))
-	return []audit.Finding{fm, fo, x.combined(audit.Q1, fm, fo), h}, nil
+	fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
+	h := x.Hook("Connection::migrate_path", "public migration API (also exported to C as quic_conn_migrate_path) whose body is a TODO returning Err(InternalError)", []syntax.Def{mp}, x.Calls("migrate_path"))
+	return []audit.Finding{fm, fo, x.Combined(audit.Q1, fm, fo), h}, nil
 }
 
-func tquicQ2(p *audit.Pass) ([]audit.Finding, error) {
-	x, err := n9Open(p, tquicFiles...)
-	if err != nil {
-		return nil, err
-	}
-	resp, _, ok1 := x.fnIn(tquicPath, "on_path_resp_received", "Path")
+func tquicQ2(x *query.Code) ([]audit.Finding, error) {
+	resp := x.Def(query.FuncIn(tquicPath, "on_path_resp_received", "Path"))
 	act, ok2 := tquicActivation(x)
-	if !ok1 || !ok2 {
-		return x.absent(audit.Q2), nil
+	if !ok2 {
+		return x.Absence()
 	}
-	v := n9Verdict{}
-	seed, okS := x.callIn(resp, "try_set_init_rtt")
-	meas, okM := x.assignIn(resp, "initial_rtt", "duration_since")
+	v := query.Verdict{}
+	seed, okS := x.CallIn(resp, "try_set_init_rtt")
+	meas, okM := x.AssignIn(resp, "initial_rtt", "duration_since")
 	if okM {
-		v.add(x.ev(meas.Pos, "assignment", "initial_rtt = "+meas.RHS+" (PATH_CHALLENGE to PATH_RESPONSE)"))
+		v.Add(x.Evidence(meas.Pos, "assignment", "initial_rtt = "+meas.RHS+" (PATH_CHALLENGE to PATH_RESPONSE)"))
 	}
 	if okS {
-		v.add(x.ev(seed.Pos, "call", seed.Text))
+		v.Add(x.Evidence(seed.Pos, "call", seed.Text))
 	}
-	if d := x.optFn("src/connection/rtt.rs", "try_set_init_rtt", "RttEstimator"); d.Line > 0 {
-		v.add(x.ev(d.Pos, "definition", "sets the initial RTT only before the first RTT sample"))
+	if d := x.Opt(query.FuncIn("src/connection/rtt.rs", "try_set_init_rtt", "RttEstimator")); d.Line > 0 {
+		v.Add(x.Evidence(d.Pos, "definition", "sets the initial RTT only before the first RTT sample"))
 	}
-	v.add(act.Evidence...)
+	v.Add(act.Evidence...)
 	switch {
 	case okS && okM && act.Answer == audit.NotSupported:
 		v.Answer = audit.Inert
 		v.Mechanism = "PATH_RESPONSE seeds the validated path's RTT from the challenge round trip (try_set_init_rtt), but without multipath that path never becomes the active path, so the seed never governs a migrated connection"
-		v.note("With multipath enabled the seed takes effect for each new path; that is path addition, not migration.")
+		v.Note("With multipath enabled the seed takes effect for each new path; that is path addition, not migration.")
 	case okS && okM:
 		v.Answer = audit.Yes
 		v.Mechanism = "PATH_RESPONSE seeds the new path's initial RTT from the challenge round trip (try_set_init_rtt)"
@@ -160,93 +166,82 @@ func tquicQ2(p *audit.Pass) ([]audit.Finding, error) {
 		v.Answer = audit.No
 		v.Mechanism = "PATH_RESPONSE does not seed the RTT"
 	}
-	return []audit.Finding{x.finding(audit.Q2, n9Both, v)}, nil
+	return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
 }
 
-func tquicQ3(p *audit.Pass) ([]audit.Finding, error) {
-	x, err := n9Open(p, tquicFiles...)
-	if err != nil {
-		return nil, err
-	}
+func tquicQ3(x *query.Code) ([]audit.Finding, error) {
 	act, ok := tquicActivation(x)
 	if !ok {
-		return x.absent(audit.Q3), nil
+		return x.Absence()
 	}
 	v := act
 	if act.Answer == audit.NotSupported {
 		v.Answer = audit.NA
 		v.Mechanism = "no migration happens (the active path never changes without multipath), so there is no new path whose estimates old-path packets could contaminate"
-		if c, ok := x.callIn(x.optFn(tquicConn, "recv_frame", ""), "on_ack_received"); ok {
-			v.add(x.ev(c.Pos, "call", "ACKs are processed by the Recovery of the path the ACK arrived on, over the shared packet number space"))
-			v.note("Note: in single-path mode an ACK is fed to the Recovery of the path it arrived on (%s), not of the path the packets were sent on.", c.Text)
+		if c, ok := x.CallIn(x.Opt(query.FuncIn(tquicConn, "recv_frame", "")), "on_ack_received"); ok {
+			v.Add(x.Evidence(c.Pos, "call", "ACKs are processed by the Recovery of the path the ACK arrived on, over the shared packet number space"))
+			v.Note("Note: in single-path mode an ACK is fed to the Recovery of the path it arrived on (%s), not of the path the packets were sent on.", c.Text)
 		}
 	}
-	return []audit.Finding{x.finding(audit.Q3, n9Both, v)}, nil
+	return []audit.Finding{x.RoleFinding(audit.Q3, query.Both, v)}, nil
 }
 
-func tquicConstants(p *audit.Pass) ([]audit.Finding, error) {
-	x, err := n9Open(p, tquicFiles...)
-	if err != nil {
-		return nil, err
-	}
-	rc, _, ok1 := x.fnIn("src/lib.rs", "default", "RecoveryConfig")
-	from, _, ok2 := x.fnIn("src/congestion_control/bbr.rs", "from", "BbrConfig")
-	oce, _, ok3 := x.fnIn("src/congestion_control/bbr.rs", "on_congestion_event", "Bbr")
-	if !ok1 || !ok2 || !ok3 {
-		return x.absent(audit.ConstInitialWindow), nil
-	}
-	alg, okA := x.fieldInit(rc, "congestion_control_algorithm")
-	icw, okI := x.fieldInit(rc, "initial_congestion_window")
-	mcw, okM := x.fieldInit(rc, "min_congestion_window")
-	mds, okD := x.fieldInit(rc, "max_datagram_size")
-	rtt, okR := x.fieldInit(rc, "initial_rtt")
-	iw, okIW := x.assignIn(from, "initial_cwnd", "initial_congestion_window")
-	mw, okMW := x.assignIn(from, "min_cwnd", "min_congestion_window")
+func tquicConstants(x *query.Code) ([]audit.Finding, error) {
+	rc := x.Def(query.FuncIn("src/lib.rs", "default", "RecoveryConfig"))
+	from := x.Def(query.FuncIn("src/congestion_control/bbr.rs", "from", "BbrConfig"))
+	oce := x.Def(query.FuncIn("src/congestion_control/bbr.rs", "on_congestion_event", "Bbr"))
+	alg, okA := x.FieldInit(rc, "congestion_control_algorithm")
+	icw, okI := x.FieldInit(rc, "initial_congestion_window")
+	mcw, okM := x.FieldInit(rc, "min_congestion_window")
+	mds, okD := x.FieldInit(rc, "max_datagram_size")
+	rtt, okR := x.FieldInit(rc, "initial_rtt")
+	iw, okIW := x.AssignIn(from, "initial_cwnd", "initial_congestion_window")
+	mw, okMW := x.AssignIn(from, "min_cwnd", "min_congestion_window")
 	if !okA || !okI || !okM || !okD || !okR || !okIW || !okMW {
-		x.missing = append(x.missing, "RecoveryConfig default fields / BbrConfig::from")
-		return x.absent(audit.ConstInitialWindow), nil
+		x.Missing("RecoveryConfig default fields / BbrConfig::from")
+		return x.Absence()
 	}
-	r := x.resolver(nil)
-	s, err := r.eval(mds.RHS)
+	r := x.Resolver(nil)
+	s, err := r.Eval(mds.RHS)
 	if err != nil {
 		return nil, err
 	}
-	ni, err := x.resolver(nil).eval(icw.RHS)
+	ni, err := x.Resolver(nil).Eval(icw.RHS)
 	if err != nil {
 		return nil, err
 	}
-	nm, err := x.resolver(nil).eval(mcw.RHS)
+	nm, err := x.Resolver(nil).Eval(mcw.RHS)
 	if err != nil {
 		return nil, err
 	}
-	par := map[string]n9Param{"max_datagram_size": {"S", s}, "initial_congestion_window": {"initcwnd_packets", ni}, "min_congestion_window": {"mincwnd_packets", nm}}
-	settings := []audit.Evidence{x.ev(alg.Pos, "setting", "default "+alg.RHS), x.ev(icw.Pos, "setting", "initial_congestion_window: "+icw.RHS),
-		x.ev(mds.Pos, "setting", "max_datagram_size: "+mds.RHS)}
+	par := map[string]query.Param{"max_datagram_size": {Name: "S", Default: s}, "initial_congestion_window": {Name: "initcwnd_packets", Default: ni}, "min_congestion_window": {Name: "mincwnd_packets", Default: nm}}
+	settings := []audit.Evidence{x.Evidence(alg.Pos, "setting", "default "+alg.RHS), x.Evidence(icw.Pos, "setting", "initial_congestion_window: "+icw.RHS),
+		x.Evidence(mds.Pos, "setting", "max_datagram_size: "+mds.RHS)}
 	var out []audit.Finding
-	f, err := x.resolver(par).constant(audit.ConstInitialWindow, iw.RHS, iw.Pos, "BbrConfig::from initial_cwnd", "RecoveryConfig::default with "+alg.RHS, false)
+	f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, iw.RHS, iw.Pos, "BbrConfig::from initial_cwnd", "RecoveryConfig::default with "+alg.RHS, false)
 	if err != nil {
 		return nil, err
 	}
-	f.Evidence = n9Dedupe(append(f.Evidence, settings...))
+	f.Evidence = query.Dedupe(append(f.Evidence, settings...))
 	out = append(out, f)
-	f, err = x.resolver(par).constant(audit.ConstMinWindow, mw.RHS, mw.Pos, "BbrConfig::from min_cwnd", "floor after persistent congestion", false)
+	f, err = x.Resolver(par).Constant(audit.ConstMinWindow, mw.RHS, mw.Pos, "BbrConfig::from min_cwnd", "floor after persistent congestion", false)
 	if err != nil {
 		return nil, err
 	}
-	f.Evidence = n9Dedupe(append(f.Evidence, x.ev(mcw.Pos, "setting", "min_congestion_window: "+mcw.RHS), x.ev(mds.Pos, "setting", "max_datagram_size: "+mds.RHS)))
+	f.Evidence = query.Dedupe(append(f.Evidence, x.Evidence(mcw.Pos, "setting", "min_congestion_window: "+mcw.RHS), x.Evidence(mds.Pos, "setting", "max_datagram_size: "+mds.RHS)))
 	out = append(out, f)
 	// BBR: no multiplicative decrease on loss.
-	lf := x.p.Finding(audit.NA, "default BBR has no multiplicative loss factor: a congestion event enters recovery (packet conservation); persistent congestion sets cwnd to min_cwnd")
+	lf := x.Finding(audit.NA, "default BBR has no multiplicative loss factor: a congestion event enters recovery (packet conservation); persistent congestion sets cwnd to min_cwnd")
 	lf.Question = audit.ConstLossFactor
-	lf.Evidence = append(lf.Evidence, x.ev(oce.Pos, "definition", "Bbr::on_congestion_event"))
-	if a, ok := x.assignIn(oce, "cwnd", "min_cwnd"); ok {
-		lf.Evidence = append(lf.Evidence, x.ev(a.Pos, "assignment", a.LHS+" = "+a.RHS))
+	lf.Evidence = append(lf.Evidence, x.Evidence(oce.Pos, "definition", "Bbr::on_congestion_event"))
+	if a, ok := x.AssignIn(oce, "cwnd", "min_cwnd"); ok {
+		lf.Evidence = append(lf.Evidence, x.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS))
 	}
-	if c, ok := x.callIn(oce, "enter_recovery"); ok {
-		lf.Evidence = append(lf.Evidence, x.ev(c.Pos, "call", c.Text))
+	if c, ok := x.CallIn(oce, "enter_recovery"); ok {
+		lf.Evidence = append(lf.Evidence, x.Evidence(c.Pos, "call", c.Text))
 	}
 	out = append(out, lf)
-	f, err = x.resolver(nil).constant(audit.ConstDefaultRTT, rtt.RHS, rtt.Pos, "RecoveryConfig initial_rtt (µs)", "INITIAL_RTT", false)
+	f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, rtt.RHS, rtt.Pos, "RecoveryConfig initial_rtt (µs)", "INITIAL_RTT", false)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,145 @@
+package query
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/migaudit/migaudit/audit"
+)
+
+// Verdict is one role's answer being assembled.
+type Verdict struct {
+	Answer    audit.Answer
+	Mechanism string
+	Detail    []string
+	Evidence  []audit.Evidence
+	Counts    map[string]int
+}
+
+// Add appends evidence.
+func (v *Verdict) Add(e ...audit.Evidence) { v.Evidence = append(v.Evidence, e...) }
+
+// Note appends a sentence to the detail.
+func (v *Verdict) Note(format string, a ...any) {
+	v.Detail = append(v.Detail, fmt.Sprintf(format, a...))
+}
+
+// Count sets a tally the answer rests on.
+func (v *Verdict) Count(k string, n int) {
+	if v.Counts == nil {
+		v.Counts = map[string]int{}
+	}
+	v.Counts[k] = n
+}
+
+// RoleFinding turns a verdict into the finding for question q and role.
+func (c *Code) RoleFinding(q audit.Question, role string, v Verdict) audit.Finding {
+	f := c.Finding(v.Answer, v.Mechanism)
+	f.Question, f.Role = q, role
+	f.Detail = strings.Join(v.Detail, " ")
+	for k, n := range v.Counts {
+		f.Counts[k] = n
+	}
+	f.Evidence = Dedupe(append(f.Evidence, v.Evidence...))
+	return f
+}
+
+// Combine is the one-column answer for the compliance table from the two
+// role answers.
+func Combine(mig, obs audit.Answer) audit.Answer {
+	compliant := func(a audit.Answer) bool { return a == audit.Yes }
+	switch {
+	case mig == obs:
+		return mig
+	case mig == audit.NotSupported || mig == audit.NA:
+		return obs
+	case obs == audit.NotSupported || obs == audit.NA:
+		return mig
+	case compliant(mig) != compliant(obs):
+		return audit.Asymmetric
+	}
+	return audit.RoleDependent
+}
+
+// Combined is the Role Both finding built from the two role findings.
+func (c *Code) Combined(q audit.Question, mig, obs audit.Finding) audit.Finding {
+	f := c.Finding(Combine(mig.Answer, obs.Answer), "")
+	f.Question, f.Role = q, Both
+	if mig.Answer == obs.Answer && mig.Mechanism == obs.Mechanism {
+		f.Mechanism = mig.Mechanism
+	} else {
+		f.Mechanism = fmt.Sprintf("migrating endpoint: %s (%s); observing endpoint: %s (%s)", mig.Answer, mig.Mechanism, obs.Answer, obs.Mechanism)
+	}
+	f.Detail = fmt.Sprintf("combined from the per-role findings: migrating %s, observing %s", mig.Answer, obs.Answer)
+	f.Counts = map[string]int{}
+	f.Evidence = Dedupe(append(append([]audit.Evidence{}, mig.Evidence...), obs.Evidence...))
+	return f
+}
+
+// Aspect is one of the four Q3 aspects: rtt, growth, loss, inflight.
+type Aspect struct {
+	Name   string
+	Answer audit.Answer
+	Why    string
+	Ev     []audit.Evidence
+}
+
+// Q3 builds the role finding from the aspects (YES when all are excluded,
+// NO when none is, SPLIT otherwise) and one supporting finding per aspect
+// (Rule <rule>-<aspect>).
+func (c *Code) Q3(role string, mechanism string, as []Aspect) (audit.Finding, []audit.Finding) {
+	yes := 0
+	rttYes := false
+	var parts []string
+	var ev []audit.Evidence
+	var aux []audit.Finding
+	for _, a := range as {
+		if a.Answer == audit.Yes {
+			yes++
+			rttYes = rttYes || a.Name == "rtt"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s (%s)", a.Name, a.Answer, a.Why))
+		ev = append(ev, a.Ev...)
+		af := c.Finding(a.Answer, a.Name+": "+a.Why)
+		af.Question = audit.Q3
+		af.Rule = c.Rule.Name + "-" + a.Name
+		af.Detail = "aspect " + a.Name + " at the " + role + " endpoint"
+		if role == Both {
+			af.Detail = "aspect " + a.Name + " (both roles)"
+		}
+		af.Evidence = append(af.Evidence, a.Ev...)
+		aux = append(aux, af)
+	}
+	v := Verdict{Mechanism: mechanism, Evidence: ev}
+	v.Count("aspects_excluded", yes)
+	v.Count("aspects", len(as))
+	switch {
+	case yes == len(as):
+		v.Answer = audit.Yes
+	case yes == 0:
+		v.Answer = audit.No
+	default:
+		v.Answer = audit.Split
+		if rttYes {
+			v.Note("RTT excluded, congestion input not fully excluded.")
+		} else {
+			v.Note("Congestion input excluded (at least in part), RTT not.")
+		}
+	}
+	v.Note("Aspects: %s.", strings.Join(parts, "; "))
+	return c.RoleFinding(audit.Q3, role, v), aux
+}
+
+// Dedupe drops repeated evidence (same path, line and kind).
+func Dedupe(evs []audit.Evidence) []audit.Evidence {
+	seen := map[string]bool{}
+	var out []audit.Evidence
+	for _, e := range evs {
+		k := fmt.Sprintf("%s:%d:%s", e.Path, e.Line, e.Kind)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
