@@ -6,14 +6,17 @@ import (
 	"strings"
 
 	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/audit/query"
 	"github.com/migaudit/migaudit/audit/syntax"
+	"github.com/migaudit/migaudit/data"
 )
 
 // picoquic: congestion state lives in the path object, migration attaches a
 // new tuple to the same path, and the reset notification is never sent.
 
+var picoFiles = []string{"picoquic/*.[ch]"}
+
 const (
-	picoSrc          = "picoquic/*.[ch]"
 	picoNotifyEnum   = "picoquic_congestion_notification_t"
 	picoResetValue   = "picoquic_congestion_notification_reset"
 	picoAlgType      = "picoquic_congestion_algorithm_t"
@@ -24,26 +27,23 @@ const (
 )
 
 func init() {
-	audit.Register("picoquic", picoResetDispatch, picoPathValidation, picoQ2, picoQ3, picoConstants)
+	query.Register("picoquic", picoResetDispatch, picoPathValidation, picoQ2, picoQ3, picoConstants)
 }
 
-var picoResetDispatch = &audit.Rule{
+var picoResetDispatch = &query.Rule{
 	Name:     "picoquic/reset-notification",
 	Question: audit.Q1,
+	Files: picoFiles, Role: query.Both,
 	Doc: "Counts the congestion algorithms (picoquic_congestion_algorithm_t initialisers) whose notify " +
 		"callback handles picoquic_congestion_notification_reset, and every dispatch through the " +
 		"alg_notify callback by notification value: a handled but never dispatched reset is a dead hook.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := files(p, picoSrc)
-		if err != nil {
-			return nil, err
-		}
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		var values []syntax.Def
-		for _, f := range set {
+		for _, f := range x.Set {
 			values = append(values, f.Enumerators(picoNotifyEnum)...)
 		}
 		if len(values) == 0 {
-			return []audit.Finding{p.Absent("enum " + picoNotifyEnum)}, nil
+			return []audit.Finding{x.Absent("enum " + picoNotifyEnum)}, nil
 		}
 		isValue := map[string]bool{}
 		var resetDef *syntax.Def
@@ -54,15 +54,15 @@ var picoResetDispatch = &audit.Rule{
 			}
 		}
 		if resetDef == nil {
-			return []audit.Finding{p.Absent(picoResetValue)}, nil
+			return []audit.Finding{x.Absent(picoResetValue)}, nil
 		}
 
 		// Dispatches: every call through the notify callback, by the
 		// enumerators its notification argument names (a ternary names two).
-		notifyIdx := fieldIndex(set, picoAlgStruct, picoNotifyField)
+		notifyIdx := fieldIndex(x, picoAlgStruct, picoNotifyField)
 		dispatch := map[string]int{}
 		var sites []syntax.Call
-		for _, c := range set.Calls(picoNotifyField) {
+		for _, c := range x.Set.Calls(picoNotifyField) {
 			if c.Callee == picoNotifyField {
 				continue // a function of that name, not the callback field
 			}
@@ -78,27 +78,27 @@ var picoResetDispatch = &audit.Rule{
 		}
 
 		// Algorithms: initialisers of picoquic_congestion_algorithm_t and their notify function.
-		algs := algorithmNotifiers(set, notifyIdx)
+		algs := algorithmNotifiers(x, notifyIdx)
 		direct := map[string]syntax.Mention{}
-		for _, m := range set.Mentions(picoResetValue) {
+		for _, m := range x.Set.Mentions(picoResetValue) {
 			if m.Kind == syntax.MentionCaseLabel {
 				direct[m.Func] = m
 			}
 		}
-		f := p.Finding(audit.No, "")
+		f := x.Finding(audit.No, "")
 		f.Role = "both"
 		handlers, viaForward := 0, 0
 		var notes []string
 		for _, a := range algs {
 			if m, ok := direct[a.notify]; ok {
 				handlers++
-				f.Evidence = append(f.Evidence, p.Evidence(m.Pos, "handler", a.name+" via "+a.notify))
+				f.Evidence = append(f.Evidence, x.Evidence(m.Pos, "handler", a.name+" via "+a.notify))
 				continue
 			}
 			// One level of forwarding: the notify function passes its
 			// notification on to a function that handles the reset.
 			fwd := ""
-			for _, fl := range set {
+			for _, fl := range x.Set {
 				for _, c := range fl.CallsIn(a.notify) {
 					if _, ok := direct[c.Name]; ok {
 						for _, arg := range c.Args {
@@ -107,7 +107,7 @@ var picoResetDispatch = &audit.Rule{
 							}
 						}
 						if fwd != "" {
-							f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "handler", fmt.Sprintf("%s via %s, forwarding to %s", a.name, a.notify, fwd)))
+							f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "handler", fmt.Sprintf("%s via %s, forwarding to %s", a.name, a.notify, fwd)))
 							break
 						}
 					}
@@ -144,7 +144,7 @@ var picoResetDispatch = &audit.Rule{
 		for _, v := range values {
 			f.Counts["dispatched:"+strings.TrimPrefix(v.Name, "picoquic_congestion_notification_")] = dispatch[v.Name]
 		}
-		f.Evidence = append([]audit.Evidence{p.Evidence(resetDef.Pos, "definition", "enumerator of "+picoNotifyEnum)}, f.Evidence...)
+		f.Evidence = append([]audit.Evidence{x.Evidence(resetDef.Pos, "definition", "enumerator of "+picoNotifyEnum)}, f.Evidence...)
 		for _, c := range sites {
 			var named []string
 			if len(c.Args) > 2 {
@@ -154,7 +154,7 @@ var picoResetDispatch = &audit.Rule{
 					}
 				}
 			}
-			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "dispatch", "notifies "+strings.Join(named, "|")+" in "+c.Func))
+			f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "dispatch", "notifies "+strings.Join(named, "|")+" in "+c.Func))
 		}
 		sort.Strings(notes)
 		if dispatch[picoResetValue] == 0 {
@@ -175,9 +175,9 @@ var picoResetDispatch = &audit.Rule{
 type algorithm struct{ name, notify string }
 
 // fieldIndex is the position of field in struct (for positional initialisers).
-func fieldIndex(set audit.Set, strct, field string) int {
+func fieldIndex(x *query.Code, strct, field string) int {
 	i := 0
-	for _, f := range set {
+	for _, f := range x.Set {
 		for _, d := range f.AllDefs() {
 			if d.Kind == syntax.DefField && d.Owner == strct {
 				if d.Name == field {
@@ -195,9 +195,9 @@ func fieldIndex(set audit.Set, strct, field string) int {
 
 // algorithmNotifiers finds `picoquic_congestion_algorithm_t X = {...}` and the
 // function in its notify slot (positional or designated).
-func algorithmNotifiers(set audit.Set, notifyIdx int) []algorithm {
+func algorithmNotifiers(x *query.Code, notifyIdx int) []algorithm {
 	var out []algorithm
-	for _, f := range set {
+	for _, f := range x.Set {
 		if f.Tree == nil {
 			continue
 		}
@@ -235,21 +235,16 @@ func algorithmNotifiers(set audit.Set, notifyIdx int) []algorithm {
 	return out
 }
 
-var picoPathValidation = &audit.Rule{
+var picoPathValidation = &query.Rule{
 	Name:     "picoquic/path-validation",
 	Question: audit.Q1,
+	Files: picoFiles, Role: "",
+	Needs: []query.Anchor{query.Func(picoPathResponse)},
 	Doc: "Lists what the PATH_RESPONSE handler calls and assigns: RTT and MTU updates, no congestion " +
 		"control; and where the window is re-initialised to PICOQUIC_CWIN_INITIAL (setup and new-path creation only).",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := files(p, picoSrc)
-		if err != nil {
-			return nil, err
-		}
-		fn, ok := funcDef(set, picoPathResponse)
-		if !ok {
-			return []audit.Finding{p.Absent("function " + picoPathResponse)}, nil
-		}
-		file := fileOf(set, fn.Pos)
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		fn := x.Def(query.Func(picoPathResponse))
+		file := x.FileOf(fn.Pos)
 		calls := file.CallsIn(fn.Name)
 		assigns := file.Assigns(fn.Name)
 		var rtt, cc []syntax.Call
@@ -271,27 +266,27 @@ var picoPathValidation = &audit.Rule{
 		}
 		// Where is the window set to the initial value at all?
 		var reinit []syntax.Assign
-		for _, f := range set {
+		for _, f := range x.Set {
 			for _, a := range f.Assigns("") {
 				if a.Target == "cwin" && strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL") {
 					reinit = append(reinit, a)
 				}
 			}
 		}
-		f := p.Finding(audit.No, "")
+		f := x.Finding(audit.No, "")
 		f.Role = "" // supporting the combined answer of picoquic/reset-notification
 		f.Counts["calls_in_handler"] = len(calls)
 		f.Counts["rtt_calls"] = len(rtt)
 		f.Counts["cc_calls"] = len(cc)
 		f.Counts["cc_assignments"] = len(ccAssign)
 		f.Counts["cwin_initial_assignments"] = len(reinit)
-		f.Evidence = append(f.Evidence, p.Evidence(fn.Pos, "definition", "PATH_RESPONSE handler"))
-		f.Evidence = append(f.Evidence, callEvidence(p, rtt, "call")...)
-		f.Evidence = append(f.Evidence, callEvidence(p, cc, "call")...)
+		f.Evidence = append(f.Evidence, x.Evidence(fn.Pos, "definition", "PATH_RESPONSE handler"))
+		f.Evidence = append(f.Evidence, x.CallEvidence(rtt, "call", "")...)
+		f.Evidence = append(f.Evidence, x.CallEvidence(cc, "call", "")...)
 		var where []string
 		seen := map[string]bool{}
 		for _, a := range reinit {
-			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "cwin re-initialised in "+a.Func))
+			f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", "cwin re-initialised in "+a.Func))
 			if !seen[a.Func] {
 				seen[a.Func] = true
 				where = append(where, a.Func)
@@ -313,29 +308,21 @@ var picoPathValidation = &audit.Rule{
 	},
 }
 
-var picoQ2 = &audit.Rule{
+var picoQ2 = &query.Rule{
 	Name:     "picoquic/q2-challenge-rtt",
 	Question: audit.Q2,
+	Files: picoFiles, Role: query.Both,
+	Needs: []query.Anchor{query.Func(picoPathResponse), query.Func(picoUpdateRTT)},
 	Doc: "Finds the PATH_RESPONSE handler's RTT update, its epoch argument, and the guard in " +
 		"picoquic_update_path_rtt: with epoch < 0 the update runs only when !rtt_is_initialized, which is " +
 		"never cleared on a path that already has a sample (INERT).",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := files(p, picoSrc)
-		if err != nil {
-			return nil, err
-		}
-		handler, ok := funcDef(set, picoPathResponse)
-		if !ok {
-			return []audit.Finding{p.Absent("function " + picoPathResponse)}, nil
-		}
-		upd, ok := funcDef(set, picoUpdateRTT)
-		if !ok {
-			return []audit.Finding{p.Absent("function " + picoUpdateRTT)}, nil
-		}
-		calls := inFunc(set.Calls(picoUpdateRTT), handler.Name)
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		handler := x.Def(query.Func(picoPathResponse))
+		upd := x.Def(query.Func(picoUpdateRTT))
+		calls := query.InFunc(x.Set.Calls(picoUpdateRTT), handler.Name)
 		if len(calls) == 0 {
-			f := p.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
-			f.Evidence = append(f.Evidence, p.Evidence(handler.Pos, "definition", ""))
+			f := x.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
+			f.Evidence = append(f.Evidence, x.Evidence(handler.Pos, "definition", ""))
 			return []audit.Finding{f}, nil
 		}
 		call := calls[0]
@@ -351,7 +338,7 @@ var picoQ2 = &audit.Rule{
 		}
 		// The guard on the update's body that names rtt_is_initialized.
 		var guard *syntax.Guard
-		uf := fileOf(set, upd.Pos)
+		uf := x.FileOf(upd.Pos)
 		for _, a := range uf.Assigns(upd.Name) {
 			for i := len(a.Guards) - 1; i >= 0; i-- {
 				if strings.Contains(a.Guards[i].Cond, "rtt_is_initialized") && a.Guards[i].Kind == "if" {
@@ -365,7 +352,7 @@ var picoQ2 = &audit.Rule{
 			}
 		}
 		var setTo1, setTo0 []syntax.Assign
-		for _, f := range set {
+		for _, f := range x.Set {
 			for _, a := range f.Assigns("") {
 				if a.Target == "rtt_is_initialized" {
 					if strings.TrimSpace(a.RHS) == "0" {
@@ -376,20 +363,20 @@ var picoQ2 = &audit.Rule{
 				}
 			}
 		}
-		f := p.Finding(audit.Inert, "")
+		f := x.Finding(audit.Inert, "")
 		f.Role = "both"
 		f.Counts["challenge_rtt_calls"] = len(calls)
 		f.Counts["rtt_is_initialized_set"] = len(setTo1)
 		f.Counts["rtt_is_initialized_cleared"] = len(setTo0)
-		f.Evidence = append(f.Evidence, p.Evidence(call.Pos, "call", "RTT sample from the challenge, epoch "+epochArg))
+		f.Evidence = append(f.Evidence, x.Evidence(call.Pos, "call", "RTT sample from the challenge, epoch "+epochArg))
 		if guard != nil {
-			f.Evidence = append(f.Evidence, p.Evidence(guard.Pos, "guard", guard.Cond))
+			f.Evidence = append(f.Evidence, x.Evidence(guard.Pos, "guard", guard.Cond))
 		}
 		for _, a := range setTo1 {
-			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS+" in "+a.Func))
+			f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS+" in "+a.Func))
 		}
 		for _, a := range setTo0 {
-			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", a.LHS+" = 0 in "+a.Func))
+			f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", a.LHS+" = 0 in "+a.Func))
 		}
 		negEpoch := strings.HasPrefix(strings.TrimSpace(epochArg), "-")
 		switch {
@@ -407,50 +394,45 @@ var picoQ2 = &audit.Rule{
 	},
 }
 
-var picoQ3 = &audit.Rule{
+var picoQ3 = &query.Rule{
 	Name:     "picoquic/q3-attribution",
 	Question: audit.Q3,
+	Files: picoFiles, Role: query.Both,
+	Needs: []query.Anchor{query.Func(picoPathResponse)},
 	Doc: "Migration promotes a tuple inside the same path object; ACK-derived RTT samples and " +
 		"congestion notifications are keyed by path, so nothing separates old-tuple packets from new.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := files(p, picoSrc)
-		if err != nil {
-			return nil, err
-		}
-		handler, ok := funcDef(set, picoPathResponse)
-		if !ok {
-			return []audit.Finding{p.Absent("function " + picoPathResponse)}, nil
-		}
-		hf := fileOf(set, handler.Pos)
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		handler := x.Def(query.Func(picoPathResponse))
+		hf := x.FileOf(handler.Pos)
 		var promote []syntax.Assign
 		for _, a := range hf.Assigns(handler.Name) {
 			if a.Target == "first_tuple" {
 				promote = append(promote, a)
 			}
 		}
-		created := inFunc(set.Calls("picoquic_create_path"), handler.Name)
+		created := query.InFunc(x.Set.Calls("picoquic_create_path"), handler.Name)
 		// ACK-derived RTT samples (epoch >= 0; epoch -1 marks the handshake and
 		// challenge hints), and whether any is filtered by tuple.
 		var samples, tupleGuarded []syntax.Call
-		for _, c := range set.Calls(picoUpdateRTT) {
+		for _, c := range x.Set.Calls(picoUpdateRTT) {
 			if c.Func == handler.Name || len(c.Args) < 3 || strings.HasPrefix(strings.TrimSpace(c.Args[2].Text), "-") {
 				continue
 			}
 			samples = append(samples, c)
-			if strings.Contains(guardText(c.Guards), "tuple") {
+			if strings.Contains(query.GuardText(c.Guards), "tuple") {
 				tupleGuarded = append(tupleGuarded, c)
 			}
 		}
-		f := p.Finding(audit.No, "")
+		f := x.Finding(audit.No, "")
 		f.Role = "both"
 		f.Counts["tuple_promotions"] = len(promote)
 		f.Counts["paths_created_on_validation"] = len(created)
 		f.Counts["ack_rtt_sample_sites"] = len(samples)
 		f.Counts["tuple_filtered_samples"] = len(tupleGuarded)
 		for _, a := range promote {
-			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "new tuple promoted within the same path"))
+			f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", "new tuple promoted within the same path"))
 		}
-		f.Evidence = append(f.Evidence, callEvidence(p, samples, "call")...)
+		f.Evidence = append(f.Evidence, x.CallEvidence(samples, "call", "")...)
 		if len(promote) > 0 && len(created) == 0 && len(tupleGuarded) == 0 {
 			var keys []string
 			for _, c := range samples {
@@ -459,7 +441,7 @@ var picoQ3 = &audit.Rule{
 				}
 			}
 			f.Mechanism = fmt.Sprintf("migration reuses the path object (tuple promoted, no new path); %s keyed by path (%s), none filtered by tuple",
-				plural(len(samples), "ACK RTT sample site"), strings.Join(keys, ", "))
+				query.Plural(len(samples), "ACK RTT sample site"), strings.Join(keys, ", "))
 		} else {
 			f.Answer = audit.Unknown
 			f.Mechanism = fmt.Sprintf("tuple promotions %d, paths created %d, tuple-filtered samples %d", len(promote), len(created), len(tupleGuarded))
@@ -468,16 +450,13 @@ var picoQ3 = &audit.Rule{
 	},
 }
 
-var picoConstants = &audit.Rule{
+var picoConstants = &query.Rule{
 	Name:     "picoquic/constants",
 	Question: audit.ConstInitialWindow,
+	Files: picoFiles, Role: "",
 	Doc: "PICOQUIC_CWIN_INITIAL and PICOQUIC_CWIN_MINIMUM expanded from their macros; BBR's 2 × send_mtu floor; " +
 		"PICOQUIC_INITIAL_RTT; the loss factors the algorithms apply.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := files(p, picoSrc)
-		if err != nil {
-			return nil, err
-		}
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		var out []audit.Finding
 		add := func(f audit.Finding, err error) error {
 			if err != nil {
@@ -486,16 +465,16 @@ var picoConstants = &audit.Rule{
 			out = append(out, f)
 			return nil
 		}
-		if expr, def, ok := expandMacro(set, "PICOQUIC_CWIN_INITIAL"); ok {
-			if err := add(p.Constant(audit.ConstInitialWindow, expr, nil, "by the constant (PICOQUIC_CWIN_INITIAL)", "PICOQUIC_CWIN_INITIAL = "+def.Value, def.Pos)); err != nil {
+		if expr, def, ok := x.ExpandMacro("PICOQUIC_CWIN_INITIAL"); ok {
+			if err := add(x.Constant(audit.ConstInitialWindow, expr, nil, "by the constant (PICOQUIC_CWIN_INITIAL)", "PICOQUIC_CWIN_INITIAL = "+def.Value, def.Pos)); err != nil {
 				return nil, err
 			}
 		} else {
-			out = append(out, p.Absent("macro PICOQUIC_CWIN_INITIAL"))
+			out = append(out, x.Absent("macro PICOQUIC_CWIN_INITIAL"))
 		}
 		// An effective window of 10 × the negotiated send size: look for it.
 		var effective []syntax.Assign
-		for _, f := range set {
+		for _, f := range x.Set {
 			for _, a := range f.Assigns("") {
 				if a.Target == "cwin" && strings.Contains(a.RHS, "send_mtu") && (strings.Contains(a.RHS, "10") || strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL")) {
 					effective = append(effective, a)
@@ -504,24 +483,24 @@ var picoConstants = &audit.Rule{
 		}
 		if len(effective) > 0 {
 			a := effective[0]
-			if err := add(p.Constant(audit.ConstInitialWindow, "10*S", map[string]float64{"S": 1424}, "effective (10 x send size)", "cwin = "+a.RHS+" in "+a.Func, a.Pos)); err != nil {
+			if err := add(x.Constant(audit.ConstInitialWindow, "10*S", map[string]float64{"S": 1424}, "effective (10 x send size)", "cwin = "+a.RHS+" in "+a.Func, a.Pos)); err != nil {
 				return nil, err
 			}
-		} else if prov := provisional(p, "effective"); prov != nil {
+		} else if prov := picoProvisional(x, "effective"); prov != nil {
 			// Not in source: carry the study's observed value, marked as such.
-			f := p.Finding(audit.Unknown, "no cwin = 10 × send_mtu assignment in source; the study's effective window is carried, not audited")
+			f := x.Finding(audit.Unknown, "no cwin = 10 × send_mtu assignment in source; the study's effective window is carried, not audited")
 			f.Question = audit.ConstInitialWindow
 			v, arith, err := prov.Eval(nil)
 			if err != nil {
 				return nil, err
 			}
 			f.Constant = &audit.ConstantFinding{Expr: prov.Expr, Params: prov.Params, Value: v, Arithmetic: arith, Label: prov.Label,
-				Provenance: "study §6.2, observed; no source expression at " + p.Commit[:12]}
+				Provenance: "study §6.2, observed; no source expression at " + x.Commit[:12]}
 			out = append(out, f)
 		}
 		// Floors: BBR's 2 × send_mtu (what a BBR loss cascade bottoms out at) and the macro.
 		var bbrFloor []syntax.Assign
-		for _, f := range set {
+		for _, f := range x.Set {
 			for _, a := range f.Assigns("") {
 				if a.Target == "cwin" && strings.ReplaceAll(a.RHS, " ", "") == "2*path_x->send_mtu" {
 					bbrFloor = append(bbrFloor, a)
@@ -530,29 +509,29 @@ var picoConstants = &audit.Rule{
 		}
 		if len(bbrFloor) > 0 {
 			a := bbrFloor[0]
-			if err := add(p.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": 1424}, "2 x send_mtu ("+a.Func+")", fmt.Sprintf("cwin = %s in %s (%s)", a.RHS, a.Func, plural(len(bbrFloor), "site")), a.Pos)); err != nil {
+			if err := add(x.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": 1424}, "2 x send_mtu ("+a.Func+")", fmt.Sprintf("cwin = %s in %s (%s)", a.RHS, a.Func, query.Plural(len(bbrFloor), "site")), a.Pos)); err != nil {
 				return nil, err
 			}
 		}
-		if expr, def, ok := expandMacro(set, "PICOQUIC_CWIN_MINIMUM"); ok {
-			f, err := p.Constant(audit.ConstMinWindow, expr, nil, "PICOQUIC_CWIN_MINIMUM", "PICOQUIC_CWIN_MINIMUM = "+def.Value+" (newreno, cubic, fastcc floors)", def.Pos)
+		if expr, def, ok := x.ExpandMacro("PICOQUIC_CWIN_MINIMUM"); ok {
+			f, err := x.Constant(audit.ConstMinWindow, expr, nil, "PICOQUIC_CWIN_MINIMUM", "PICOQUIC_CWIN_MINIMUM = "+def.Value+" (newreno, cubic, fastcc floors)", def.Pos)
 			if err != nil {
 				return nil, err
 			}
 			f.Constant.Alternative = len(bbrFloor) > 0
 			out = append(out, f)
 		}
-		if expr, def, ok := expandMacro(set, "PICOQUIC_INITIAL_RTT"); ok {
-			if err := add(p.Constant(audit.ConstDefaultRTT, expr, nil, "PICOQUIC_INITIAL_RTT (µs)", "PICOQUIC_INITIAL_RTT = "+def.Value, def.Pos)); err != nil {
+		if expr, def, ok := x.ExpandMacro("PICOQUIC_INITIAL_RTT"); ok {
+			if err := add(x.Constant(audit.ConstDefaultRTT, expr, nil, "PICOQUIC_INITIAL_RTT (µs)", "PICOQUIC_INITIAL_RTT = "+def.Value, def.Pos)); err != nil {
 				return nil, err
 			}
 		}
 		// Loss factor: newreno halves ssthresh; reported for context only
 		// (the study's row has none: BBR applies no multiplicative decrease).
-		for _, f := range set {
+		for _, f := range x.Set {
 			for _, a := range f.Assigns("picoquic_newreno_sim_notify") {
 				if a.Target == "ssthresh" && strings.HasSuffix(strings.ReplaceAll(a.RHS, " ", ""), "cwin/2") {
-					c, err := p.Constant(audit.ConstLossFactor, "0.5", nil, "newreno ssthresh = cwin / 2", "newreno only; BBR has no multiplicative decrease", a.Pos)
+					c, err := x.Constant(audit.ConstLossFactor, "0.5", nil, "newreno ssthresh = cwin / 2", "newreno only; BBR has no multiplicative decrease", a.Pos)
 					if err != nil {
 						return nil, err
 					}
@@ -564,4 +543,15 @@ var picoConstants = &audit.Rule{
 		}
 		return out, nil
 	},
+}
+
+// picoProvisional is the implementation's provisional (study) initial-window
+// formula whose label contains label, or nil.
+func picoProvisional(x *query.Code, label string) *data.Formula {
+	for i, f := range x.Impl.Constants.InitialWindows {
+		if strings.Contains(f.Label, label) {
+			return &x.Impl.Constants.InitialWindows[i]
+		}
+	}
+	return nil
 }
