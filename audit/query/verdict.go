@@ -143,3 +143,40 @@ func Dedupe(evs []audit.Evidence) []audit.Evidence {
 	}
 	return out
 }
+
+// PerRole is the migrating and the observing finding followed by the
+// combined one, the order every per-role question reports in.
+func (c *Code) PerRole(q audit.Question, mig, obs audit.Finding) []audit.Finding {
+	return []audit.Finding{mig, obs, c.Combined(q, mig, obs)}
+}
+
+// Findings collects a rule's findings; the first error of a constructor
+// (Constant, Resolver.Constant) sticks and is the rule's result.
+type Findings struct {
+	list []audit.Finding
+	err  error
+}
+
+// Add appends f unless err (or an earlier error) is set. It returns the
+// appended finding for amendment, or nil.
+func (fs *Findings) Add(f audit.Finding, err error) *audit.Finding {
+	if fs.err == nil {
+		fs.err = err
+	}
+	if fs.err != nil {
+		return nil
+	}
+	fs.list = append(fs.list, f)
+	return &fs.list[len(fs.list)-1]
+}
+
+// Append appends findings that need no check.
+func (fs *Findings) Append(f ...audit.Finding) { fs.list = append(fs.list, f...) }
+
+// Result is what the rule returns.
+func (fs *Findings) Result() ([]audit.Finding, error) {
+	if fs.err != nil {
+		return nil, fs.err
+	}
+	return fs.list, nil
+}

@@ -24,7 +24,7 @@ const msquicReset = "QuicCongestionControlReset"
 var msquicQ1 = &query.Rule{
 	Name:     "msquic/congestion-reset",
 	Question: audit.Q1,
-	Files: msquicFiles, Role: query.Both,
+	Files:    msquicFiles, Role: query.Both,
 	Doc: "Counts direct call sites of QuicCongestionControlReset (the wrapper's own dispatch through the function-pointer " +
 		"field is not a call site), the guard on the one in QuicPathSetActive (port-only exemption), and what the " +
 		"QUIC_PARAM_CONN_LOCAL_ADDRESS setter does: in-place Paths[0] changes, no reset, client only.",
@@ -145,7 +145,7 @@ var msquicQ1 = &query.Rule{
 var msquicQ3 = &query.Rule{
 	Name:     "msquic/q3-split",
 	Question: audit.Q3,
-	Files: msquicFiles, Role: query.Both,
+	Files:    msquicFiles, Role: query.Both,
 	Doc: "RTT updates are gated on NewLargestAckDifferentPath; ACK byte accounting takes &Connection->Paths[0] " +
 		"(flagged `TODO - Correct?` upstream) and QUIC_ACK_EVENT has no path field.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
@@ -220,7 +220,7 @@ var msquicQ3 = &query.Rule{
 var msquicQ2 = &query.Rule{
 	Name:     "msquic/q2-initial-rtt",
 	Question: audit.Q2,
-	Files: msquicFiles, Role: query.Both,
+	Files:    msquicFiles, Role: query.Both,
 	Doc: "What the PATH_RESPONSE frame case and QuicPathSetValid call: no RTT update; a new path's RTT comes from " +
 		"Settings.InitialRttMs in QuicPathInitialize.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
@@ -281,11 +281,11 @@ var msquicQ2 = &query.Rule{
 var msquicConstants = &query.Rule{
 	Name:     "msquic/constants",
 	Question: audit.ConstInitialWindow,
-	Files: msquicFiles, Role: "",
+	Files:    msquicFiles, Role: "",
 	Doc: "CUBIC's window = DatagramPayloadLength × InitialWindowPackets (QUIC_INITIAL_WINDOW_PACKETS), the datagram payload " +
 		"from the default minimum MTU minus IPv4 and UDP headers; QUIC_PERSISTENT_CONGESTION_WINDOW_PACKETS; TEN_TIMES_BETA_CUBIC / 10; QUIC_INITIAL_RTT.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		var out []audit.Finding
+		var out query.Findings
 		mtu, mtuDef, ok1 := x.ExpandMacro("QUIC_DPLPMTUD_DEFAULT_MIN_MTU")
 		ip4, _, ok2 := x.ExpandMacro("CXPLAT_MIN_IPV4_HEADER_SIZE")
 		udp, _, ok3 := x.ExpandMacro("CXPLAT_UDP_HEADER_SIZE")
@@ -302,13 +302,11 @@ var msquicConstants = &query.Rule{
 			payload = fmt.Sprintf("(MTU-%s-%s)", ip4, udp)
 		}
 		var initA *syntax.Assign
-		for _, fl := range x.Set {
-			for _, a := range fl.Assigns("") {
-				if a.Target == "CongestionWindow" && strings.Contains(a.RHS, "DatagramPayloadLength") && strings.Contains(a.RHS, "InitialWindowPackets") && strings.HasPrefix(a.LHS, "Cubic->") {
-					aa := a
-					initA = &aa
-					break
-				}
+		for _, a := range x.Assigns("") {
+			if a.Target == "CongestionWindow" && strings.Contains(a.RHS, "DatagramPayloadLength") && strings.Contains(a.RHS, "InitialWindowPackets") && strings.HasPrefix(a.LHS, "Cubic->") {
+				aa := a
+				initA = &aa
+				break
 			}
 		}
 		n, nDef, okN := x.ExpandMacro("QUIC_INITIAL_WINDOW_PACKETS")
@@ -319,7 +317,7 @@ var msquicConstants = &query.Rule{
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, f)
+			out.Append(f)
 			// MinimumMtu may be configured down to QUIC_DPLPMTUD_MIN_MTU (the
 			// settings clamp); a path at that floor resets to this value.
 			if floor, floorDef, ok := x.ExpandMacro("QUIC_DPLPMTUD_MIN_MTU"); ok {
@@ -332,32 +330,20 @@ var msquicConstants = &query.Rule{
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, f)
+				out.Append(f)
 			}
 		} else {
-			out = append(out, x.Absent("CUBIC initial window or its defaults"))
+			out.Append(x.Absent("CUBIC initial window or its defaults"))
 		}
 		if m, d, ok := x.ExpandMacro("QUIC_PERSISTENT_CONGESTION_WINDOW_PACKETS"); ok && payload != "" {
-			f, err := x.Constant(audit.ConstMinWindow, m+"*"+payload, params, "QUIC_PERSISTENT_CONGESTION_WINDOW_PACKETS x DatagramPayloadLength", "QUIC_PERSISTENT_CONGESTION_WINDOW_PACKETS = "+d.Value, d.Pos)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
+			out.Add(x.Constant(audit.ConstMinWindow, m+"*"+payload, params, "QUIC_PERSISTENT_CONGESTION_WINDOW_PACKETS x DatagramPayloadLength", "QUIC_PERSISTENT_CONGESTION_WINDOW_PACKETS = "+d.Value, d.Pos))
 		}
 		if b, d, ok := x.ExpandMacro("TEN_TIMES_BETA_CUBIC"); ok {
-			f, err := x.Constant(audit.ConstLossFactor, b+"/10", nil, "TEN_TIMES_BETA_CUBIC / 10", "TEN_TIMES_BETA_CUBIC = "+d.Value, d.Pos)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
+			out.Add(x.Constant(audit.ConstLossFactor, b+"/10", nil, "TEN_TIMES_BETA_CUBIC / 10", "TEN_TIMES_BETA_CUBIC = "+d.Value, d.Pos))
 		}
 		if r, d, ok := x.ExpandMacro("QUIC_INITIAL_RTT"); ok {
-			f, err := x.Constant(audit.ConstDefaultRTT, r+"*1000", nil, "QUIC_INITIAL_RTT (ms) in µs", "QUIC_INITIAL_RTT = "+d.Value+" ms", d.Pos)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
+			out.Add(x.Constant(audit.ConstDefaultRTT, r+"*1000", nil, "QUIC_INITIAL_RTT (ms) in µs", "QUIC_INITIAL_RTT = "+d.Value+" ms", d.Pos))
 		}
-		return out, nil
+		return out.Result()
 	},
 }

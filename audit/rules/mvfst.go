@@ -30,28 +30,7 @@ const (
 
 var mvFiles = []string{mvSSM, mvPM, mvClient, mvSFF, mvAck, mvConst, mvCubic, "quic/congestion_control/CongestionControlFunctions.cpp", "quic/state/QuicStateFunctions.cpp", "quic/state/StateData.h"}
 
-func init() {
-	query.Register("mvfst",
-		&query.Rule{Name: "mvfst/q1", Question: audit.Q1, Role: query.Both,
-			Doc:   "Server onConnectionMigration (NAT-rebinding heuristic, cache/restore, new controller, RTT kept or seeded) and client migrateConnection; disableMigration default.",
-			Files: mvFiles, Lang: syntax.Cpp,
-			Decide: mvQ1},
-		&query.Rule{Name: "mvfst/q2", Question: audit.Q2, Role: query.Both,
-			Doc:   "Is the PATH_RESPONSE round trip (rttSample) used for the new path's RTT?",
-			Files: mvFiles, Lang: syntax.Cpp,
-			Needs:  []query.Anchor{query.FuncIn(mvSFF, "updateSimpleFrameOnPacketReceived", ""), query.FuncIn(mvPM, "onPathResponseReceived", "QuicPathManager")},
-			Decide: mvQ2},
-		&query.Rule{Name: "mvfst/q3", Question: audit.Q3, Role: query.Both,
-			Doc:   "Are ACKs / losses of old-path packets attributed by OutstandingPacket pathId?",
-			Files: mvFiles, Lang: syntax.Cpp,
-			Decide: mvQ3},
-		&query.Rule{Name: "mvfst/constants", Question: audit.ConstInitialWindow, Role: query.Both,
-			Doc:   "Cubic (default) initial window, minimum window, reduction factor; kDefaultInitialRtt.",
-			Files: mvFiles, Lang: syntax.Cpp,
-			Needs:  []query.Anchor{query.FuncIn(mvCubic, "Cubic", "Cubic"), query.FuncIn(mvCubic, "cubicReduction", "Cubic")},
-			Decide: mvConstants},
-	)
-}
+func init() { query.Register("mvfst", mvQ1, mvQ2, mvQ3, mvConstants) }
 
 // mvRTTRestore: what maybeRestoreCongestionControlAndRttStateForCurrentPath does with RTT.
 func mvRestore(x *query.Code, v *query.Verdict) bool {
@@ -166,182 +145,200 @@ func mvMigrating(x *query.Code) (query.Verdict, bool) {
 	return v, true
 }
 
-func mvQ1(x *query.Code) ([]audit.Finding, error) {
-	o, ok1 := mvObserving(x)
-	m, ok2 := mvMigrating(x)
-	if !ok1 || !ok2 {
-		return x.Absence()
-	}
-	fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
-	out := []audit.Finding{fm, fo, x.Combined(audit.Q1, fm, fo)}
-	for _, h := range []struct{ name, file, owner, what string }{
-		{"cacheCurrentCongestionAndRttState", mvPM, "QuicPathManager", "moves the controller and RTT into the old path's cache"},
-		{"maybeRestoreCongestionControlAndRttStateForCurrentPath", mvPM, "QuicPathManager", "restores a revisited path's cached state, else seeds RTT from the validation sample if known"},
-	} {
-		d := x.Opt(query.FuncIn(h.file, h.name, h.owner))
-		var defs []syntax.Def
-		if d.Line > 0 {
-			defs = append(defs, d)
-		}
-		out = append(out, x.Hook(h.owner+"::"+h.name, h.what, defs, query.Filter(x.Calls(h.name), func(c syntax.Call) bool { return c.Func != h.name })))
-	}
-	return out, nil
-}
-
-func mvQ2(x *query.Code) ([]audit.Finding, error) {
-	upr := x.Def(query.FuncIn(mvSFF, "updateSimpleFrameOnPacketReceived", ""))
-	opr := x.Def(query.FuncIn(mvPM, "onPathResponseReceived", "QuicPathManager"))
-	v := query.Verdict{}
-	meas, okM := x.AssignIn(opr, "rttSample", "pathValidationTime")
-	use, okU := x.CallIn(upr, "updateRtt", "rttSample")
-	if okM {
-		v.Add(x.Evidence(meas.Pos, "assignment", "rttSample = "+meas.RHS+" (PATH_CHALLENGE send to PATH_RESPONSE)"))
-	}
-	if okU {
-		v.Add(x.Evidence(use.Pos, "call", use.Text+" ("+query.GuardText(use.Guards)+")"))
-	}
-	var seeds []audit.Evidence
-	for _, d := range []syntax.Def{x.Opt(query.FuncIn(mvPM, "maybeRestoreCongestionControlAndRttStateForCurrentPath", "QuicPathManager")), x.Opt(query.FuncIn(mvClient, "migrateConnection", "QuicClientTransportLite"))} {
-		if a, ok := x.AssignIn(d, "srtt", "rttSample"); ok {
-			seeds = append(seeds, x.Evidence(a.Pos, "assignment", "seeds srtt from the validation sample when it is known at the switch"))
-		}
-	}
-	v.Add(seeds...)
-	if okM && okU {
-		v.Answer = audit.Yes
-		v.Mechanism = "the PATH_CHALLENGE→PATH_RESPONSE delay (rttSample) is fed to updateRtt when the current path is validated, and seeds srtt/lrtt/mrtt if known when switching"
-		v.Note("It is fed as an RTT sample into the carried-over estimator (srtt = 7/8 old + 1/8 sample, mrtt = min(old, sample)), which RFC 9002 §6.2.2 advises against (\"SHOULD NOT be considered an RTT sample\").")
-	} else {
-		v.Answer = audit.No
-		v.Mechanism = "the validation round trip is not used for RTT"
-	}
-	return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
-}
-
-func mvQ3(x *query.Code) ([]audit.Finding, error) {
-	ack, ok := x.Lookup(query.FuncIn(mvAck, "updateRttForLargestAckedPacket", ""))
-	if !ok {
-		for _, c := range x.File(mvAck).Calls("updateRtt") {
-			if d, ok := x.File(mvAck).FuncAt(c.Line); ok {
-				ack = d
-				break
-			}
-		}
-		if ack.Line == 0 {
-			x.Missing("updateRtt call in AckHandlers.cpp")
+var mvQ1 = &query.Rule{
+	Name: "mvfst/q1", Question: audit.Q1, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
+	Doc: "Server onConnectionMigration (NAT-rebinding heuristic, cache/restore, new controller, RTT kept or seeded) and client migrateConnection; disableMigration default.",
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		o, ok1 := mvObserving(x)
+		m, ok2 := mvMigrating(x)
+		if !ok1 || !ok2 {
 			return x.Absence()
 		}
-	}
-	af := x.File(mvAck)
-	pathUses := 0
-	for _, m := range af.Mentions("pathId") {
-		if m.Kind != syntax.MentionComment && m.Kind != syntax.MentionString {
-			pathUses++
+		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
+		out := x.PerRole(audit.Q1, fm, fo)
+		for _, h := range []struct{ name, file, owner, what string }{
+			{"cacheCurrentCongestionAndRttState", mvPM, "QuicPathManager", "moves the controller and RTT into the old path's cache"},
+			{"maybeRestoreCongestionControlAndRttStateForCurrentPath", mvPM, "QuicPathManager", "restores a revisited path's cached state, else seeds RTT from the validation sample if known"},
+		} {
+			d := x.Opt(query.FuncIn(h.file, h.name, h.owner))
+			var defs []syntax.Def
+			if d.Line > 0 {
+				defs = append(defs, d)
+			}
+			out = append(out, x.Hook(h.owner+"::"+h.name, h.what, defs, query.Filter(x.Calls(h.name), func(c syntax.Call) bool { return c.Func != h.name })))
 		}
-	}
-	var as []query.Aspect
-	if c, ok := x.CallIn(ack, "updateRtt"); ok {
-		as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "updateRtt from any newly acked packet; AckHandlers.cpp never reads the packet's pathId", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", query.GuardText(c.Guards))}})
-	}
-	why := "AckHandlers.cpp reads no pathId: acks and losses of old-path packets reach the new controller"
-	var ev []audit.Evidence
-	if pos, ok := x.LineWith("quic/state/OutstandingPacket.h", 1, "PathIdType pathId{"); ok {
-		ev = append(ev, x.Evidence(pos, "definition", "OutstandingPacket metadata records pathId"))
-	}
-	if pos, ok := x.LineWith("quic/loss/QuicLossFunctions.cpp", 1, "pkt.metadata.pathId"); ok {
-		ev = append(ev, x.Evidence(pos, "reference", "its only reader: simple-frame loss handling (path challenges), not congestion control"))
-	}
-	as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: why, Ev: ev}, query.Aspect{Name: "loss", Answer: audit.No, Why: why, Ev: ev}, query.Aspect{Name: "inflight", Answer: audit.No, Why: "inflight bytes are connection-wide (lossState.inflightBytes), not per path", Ev: ev})
-	f, aux := x.Q3(query.Both, "no path attribution: OutstandingPacket.metadata.pathId is recorded but ACK and loss processing ignore it", as)
-	f.Counts["pathId_uses_in_ack_handlers"] = pathUses
-	return append([]audit.Finding{f}, aux...), nil
+		return out, nil
+	},
 }
 
-func mvConstants(x *query.Code) ([]audit.Finding, error) {
-	cub := x.Def(query.FuncIn(mvCubic, "Cubic", "Cubic"))
-	loss := x.Def(query.FuncIn(mvCubic, "cubicReduction", "Cubic"))
-	cc, ccPos, okCC := x.BraceDefault(mvTS, "defaultCongestionController")
-	if !okCC {
-		if pos, ok := x.LineWith(mvTS, 1, "CongestionControlType::Cubic};"); ok {
-			cc, ccPos, okCC = "CongestionControlType::Cubic", pos, true
+var mvQ2 = &query.Rule{
+	Name: "mvfst/q2", Question: audit.Q2, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
+	Doc:   "Is the PATH_RESPONSE round trip (rttSample) used for the new path's RTT?",
+	Needs: []query.Anchor{query.FuncIn(mvSFF, "updateSimpleFrameOnPacketReceived", ""), query.FuncIn(mvPM, "onPathResponseReceived", "QuicPathManager")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		upr := x.Def(query.FuncIn(mvSFF, "updateSimpleFrameOnPacketReceived", ""))
+		opr := x.Def(query.FuncIn(mvPM, "onPathResponseReceived", "QuicPathManager"))
+		v := query.Verdict{}
+		meas, okM := x.AssignIn(opr, "rttSample", "pathValidationTime")
+		use, okU := x.CallIn(upr, "updateRtt", "rttSample")
+		if okM {
+			v.Add(x.Evidence(meas.Pos, "assignment", "rttSample = "+meas.RHS+" (PATH_CHALLENGE send to PATH_RESPONSE)"))
 		}
-	}
-	icw, icwPos, ok3 := x.BraceDefault(mvTS, "initCwndInMss")
-	mcw, mcwPos, ok4 := x.BraceDefault(mvTS, "minCwndInMss")
-	mxc, _, ok5 := x.BraceDefault(mvTS, "maxCwndInMss")
-	rtt, rttPos, ok6 := x.BraceDefault(mvTS, "initialRtt")
-	pl, plPos, ok7 := x.BraceDefault("quic/state/StateData.h", "udpSendPacketLen")
-	if !ok3 || !ok4 || !ok5 || !ok6 || !ok7 {
-		return x.Absence()
-	}
-	initArg := 0.0
-	argPos, okArg := x.LineWith("quic/congestion_control/QuicCubic.h", 1, "uint64_t initCwndBytes = ")
-	if okArg {
-		b, _ := x.Src.ReadFile("quic/congestion_control/QuicCubic.h")
-		l := strings.Split(string(b), "\n")[argPos.Line-1]
-		v := strings.TrimSuffix(strings.TrimSpace(l[strings.Index(l, "=")+1:]), ",")
-		var err error
-		if initArg, err = x.Resolver(nil).Eval(v); err != nil {
-			return nil, err
+		if okU {
+			v.Add(x.Evidence(use.Pos, "call", use.Text+" ("+query.GuardText(use.Guards)+")"))
 		}
-	}
-	r := x.Resolver(nil)
-	s, err := r.Eval(pl)
-	if err != nil {
-		return nil, err
-	}
-	ni, _ := x.Resolver(nil).Eval(icw)
-	nm, _ := x.Resolver(nil).Eval(mcw)
-	nx, _ := x.Resolver(nil).Eval(mxc)
-	par := map[string]query.Param{"udpSendPacketLen": {Name: "S", Default: s}, "initCwndInMss": {Name: "initcwnd_packets", Default: ni}, "minCwndInMss": {Name: "mincwnd_packets", Default: nm},
-		"maxCwndInMss": {Name: "maxcwnd_packets", Default: nx}, "initCwndBytes": {Name: "init_cwnd_bytes_arg", Default: initArg}}
-	settings := []audit.Evidence{x.Evidence(icwPos, "setting", "initCwndInMss{"+icw+"}"), x.Evidence(plPos, "setting", "udpSendPacketLen{"+pl+"}")}
-	for _, d := range r.Defs() {
-		settings = append(settings, x.Evidence(d.Pos, "definition", d.Name))
-	}
-	if okCC {
-		settings = append(settings, x.Evidence(ccPos, "setting", "default controller "+cc))
-	}
-	if okArg {
-		settings = append(settings, x.Evidence(argPos, "setting", "the factories call Cubic(conn): initCwndBytes keeps this default"))
-	}
-	a, ok := x.AssignIn(cub, "cwndBytes_", "initCwndInMss")
-	if !ok {
-		x.Missing("cwndBytes_ in Cubic::Cubic")
-		return x.Absence()
-	}
-	var out []audit.Finding
-	f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, a.RHS, a.Pos, "Cubic::Cubic cwndBytes_", "S = conn.udpSendPacketLen default (min of the v4 and v6 defaults)", false)
-	if err != nil {
-		return nil, err
-	}
-	f.Evidence = query.Dedupe(append(f.Evidence, settings...))
-	out = append(out, f)
-	b, ok := x.AssignIn(loss, "cwndBytes_", "reductionFactor")
-	if !ok {
-		return append(out, x.AbsentFor(audit.ConstMinWindow, "cwndBytes_ in Cubic::cubicReduction")), nil
-	}
-	// boundedCwnd(cwnd * reductionFactor, packetLen, maxCwndInMss, minCwndInMss) = max(min(cwnd, max*len), min*len)
-	f, err = x.Resolver(par).Constant(audit.ConstMinWindow, "minCwndInMss * udpSendPacketLen", b.Pos, "boundedCwnd floor minCwndInMss * udpSendPacketLen", "the floor boundedCwnd applies after a loss", false)
-	if err != nil {
-		return nil, err
-	}
-	f.Evidence = append(f.Evidence, x.Evidence(mcwPos, "setting", "minCwndInMss{"+mcw+"}"))
-	if d := x.Opt(query.FuncIn("quic/congestion_control/CongestionControlFunctions.cpp", "boundedCwnd", "")); d.Line > 0 {
-		f.Evidence = append(f.Evidence, x.Evidence(d.Pos, "definition", "boundedCwnd"))
-	}
-	out = append(out, f)
-	if d, ok := x.Const("kDefaultCubicReductionFactor"); ok {
-		f, err = x.Resolver(nil).Constant(audit.ConstLossFactor, d.Value, d.Pos, "kDefaultCubicReductionFactor", "cwndBytes_ * steadyState_.reductionFactor on loss", false)
+		var seeds []audit.Evidence
+		for _, d := range []syntax.Def{x.Opt(query.FuncIn(mvPM, "maybeRestoreCongestionControlAndRttStateForCurrentPath", "QuicPathManager")), x.Opt(query.FuncIn(mvClient, "migrateConnection", "QuicClientTransportLite"))} {
+			if a, ok := x.AssignIn(d, "srtt", "rttSample"); ok {
+				seeds = append(seeds, x.Evidence(a.Pos, "assignment", "seeds srtt from the validation sample when it is known at the switch"))
+			}
+		}
+		v.Add(seeds...)
+		if okM && okU {
+			v.Answer = audit.Yes
+			v.Mechanism = "the PATH_CHALLENGE→PATH_RESPONSE delay (rttSample) is fed to updateRtt when the current path is validated, and seeds srtt/lrtt/mrtt if known when switching"
+			v.Note("It is fed as an RTT sample into the carried-over estimator (srtt = 7/8 old + 1/8 sample, mrtt = min(old, sample)), which RFC 9002 §6.2.2 advises against (\"SHOULD NOT be considered an RTT sample\").")
+		} else {
+			v.Answer = audit.No
+			v.Mechanism = "the validation round trip is not used for RTT"
+		}
+		return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
+	},
+}
+
+var mvQ3 = &query.Rule{
+	Name: "mvfst/q3", Question: audit.Q3, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
+	Doc: "Are ACKs / losses of old-path packets attributed by OutstandingPacket pathId?",
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		ack, ok := x.Lookup(query.FuncIn(mvAck, "updateRttForLargestAckedPacket", ""))
+		if !ok {
+			for _, c := range x.File(mvAck).Calls("updateRtt") {
+				if d, ok := x.File(mvAck).FuncAt(c.Line); ok {
+					ack = d
+					break
+				}
+			}
+			if ack.Line == 0 {
+				x.Missing("updateRtt call in AckHandlers.cpp")
+				return x.Absence()
+			}
+		}
+		af := x.File(mvAck)
+		pathUses := 0
+		for _, m := range af.Mentions("pathId") {
+			if m.Kind != syntax.MentionComment && m.Kind != syntax.MentionString {
+				pathUses++
+			}
+		}
+		var as []query.Aspect
+		if c, ok := x.CallIn(ack, "updateRtt"); ok {
+			as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "updateRtt from any newly acked packet; AckHandlers.cpp never reads the packet's pathId", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", query.GuardText(c.Guards))}})
+		}
+		why := "AckHandlers.cpp reads no pathId: acks and losses of old-path packets reach the new controller"
+		var ev []audit.Evidence
+		if pos, ok := x.LineWith("quic/state/OutstandingPacket.h", 1, "PathIdType pathId{"); ok {
+			ev = append(ev, x.Evidence(pos, "definition", "OutstandingPacket metadata records pathId"))
+		}
+		if pos, ok := x.LineWith("quic/loss/QuicLossFunctions.cpp", 1, "pkt.metadata.pathId"); ok {
+			ev = append(ev, x.Evidence(pos, "reference", "its only reader: simple-frame loss handling (path challenges), not congestion control"))
+		}
+		as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: why, Ev: ev}, query.Aspect{Name: "loss", Answer: audit.No, Why: why, Ev: ev}, query.Aspect{Name: "inflight", Answer: audit.No, Why: "inflight bytes are connection-wide (lossState.inflightBytes), not per path", Ev: ev})
+		f, aux := x.Q3(query.Both, "no path attribution: OutstandingPacket.metadata.pathId is recorded but ACK and loss processing ignore it", as)
+		f.Counts["pathId_uses_in_ack_handlers"] = pathUses
+		return append([]audit.Finding{f}, aux...), nil
+	},
+}
+
+var mvConstants = &query.Rule{
+	Name: "mvfst/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
+	Doc:   "Cubic (default) initial window, minimum window, reduction factor; kDefaultInitialRtt.",
+	Needs: []query.Anchor{query.FuncIn(mvCubic, "Cubic", "Cubic"), query.FuncIn(mvCubic, "cubicReduction", "Cubic")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		cub := x.Def(query.FuncIn(mvCubic, "Cubic", "Cubic"))
+		loss := x.Def(query.FuncIn(mvCubic, "cubicReduction", "Cubic"))
+		cc, ccPos, okCC := x.BraceDefault(mvTS, "defaultCongestionController")
+		if !okCC {
+			if pos, ok := x.LineWith(mvTS, 1, "CongestionControlType::Cubic};"); ok {
+				cc, ccPos, okCC = "CongestionControlType::Cubic", pos, true
+			}
+		}
+		icw, icwPos, ok3 := x.BraceDefault(mvTS, "initCwndInMss")
+		mcw, mcwPos, ok4 := x.BraceDefault(mvTS, "minCwndInMss")
+		mxc, _, ok5 := x.BraceDefault(mvTS, "maxCwndInMss")
+		rtt, rttPos, ok6 := x.BraceDefault(mvTS, "initialRtt")
+		pl, plPos, ok7 := x.BraceDefault("quic/state/StateData.h", "udpSendPacketLen")
+		if !ok3 || !ok4 || !ok5 || !ok6 || !ok7 {
+			return x.Absence()
+		}
+		initArg := 0.0
+		argPos, okArg := x.LineWith("quic/congestion_control/QuicCubic.h", 1, "uint64_t initCwndBytes = ")
+		if okArg {
+			b, _ := x.Src.ReadFile("quic/congestion_control/QuicCubic.h")
+			l := strings.Split(string(b), "\n")[argPos.Line-1]
+			v := strings.TrimSuffix(strings.TrimSpace(l[strings.Index(l, "=")+1:]), ",")
+			var err error
+			if initArg, err = x.Resolver(nil).Eval(v); err != nil {
+				return nil, err
+			}
+		}
+		r := x.Resolver(nil)
+		s, err := r.Eval(pl)
 		if err != nil {
 			return nil, err
 		}
-		f.Evidence = append(f.Evidence, x.Evidence(b.Pos, "assignment", b.LHS+" = "+query.OneLine(b.RHS)))
+		ni, _ := x.Resolver(nil).Eval(icw)
+		nm, _ := x.Resolver(nil).Eval(mcw)
+		nx, _ := x.Resolver(nil).Eval(mxc)
+		par := map[string]query.Param{"udpSendPacketLen": {Name: "S", Default: s}, "initCwndInMss": {Name: "initcwnd_packets", Default: ni}, "minCwndInMss": {Name: "mincwnd_packets", Default: nm},
+			"maxCwndInMss": {Name: "maxcwnd_packets", Default: nx}, "initCwndBytes": {Name: "init_cwnd_bytes_arg", Default: initArg}}
+		settings := []audit.Evidence{x.Evidence(icwPos, "setting", "initCwndInMss{"+icw+"}"), x.Evidence(plPos, "setting", "udpSendPacketLen{"+pl+"}")}
+		for _, d := range r.Defs() {
+			settings = append(settings, x.Evidence(d.Pos, "definition", d.Name))
+		}
+		if okCC {
+			settings = append(settings, x.Evidence(ccPos, "setting", "default controller "+cc))
+		}
+		if okArg {
+			settings = append(settings, x.Evidence(argPos, "setting", "the factories call Cubic(conn): initCwndBytes keeps this default"))
+		}
+		a, ok := x.AssignIn(cub, "cwndBytes_", "initCwndInMss")
+		if !ok {
+			x.Missing("cwndBytes_ in Cubic::Cubic")
+			return x.Absence()
+		}
+		var out []audit.Finding
+		f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, a.RHS, a.Pos, "Cubic::Cubic cwndBytes_", "S = conn.udpSendPacketLen default (min of the v4 and v6 defaults)", false)
+		if err != nil {
+			return nil, err
+		}
+		f.Evidence = query.Dedupe(append(f.Evidence, settings...))
 		out = append(out, f)
-	}
-	f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, rtt, rttPos, "TransportSettings initialRtt (µs)", "kDefaultInitialRtt", false)
-	if err != nil {
-		return nil, err
-	}
-	return append(out, f), nil
+		b, ok := x.AssignIn(loss, "cwndBytes_", "reductionFactor")
+		if !ok {
+			return append(out, x.AbsentFor(audit.ConstMinWindow, "cwndBytes_ in Cubic::cubicReduction")), nil
+		}
+		// boundedCwnd(cwnd * reductionFactor, packetLen, maxCwndInMss, minCwndInMss) = max(min(cwnd, max*len), min*len)
+		f, err = x.Resolver(par).Constant(audit.ConstMinWindow, "minCwndInMss * udpSendPacketLen", b.Pos, "boundedCwnd floor minCwndInMss * udpSendPacketLen", "the floor boundedCwnd applies after a loss", false)
+		if err != nil {
+			return nil, err
+		}
+		f.Evidence = append(f.Evidence, x.Evidence(mcwPos, "setting", "minCwndInMss{"+mcw+"}"))
+		if d := x.Opt(query.FuncIn("quic/congestion_control/CongestionControlFunctions.cpp", "boundedCwnd", "")); d.Line > 0 {
+			f.Evidence = append(f.Evidence, x.Evidence(d.Pos, "definition", "boundedCwnd"))
+		}
+		out = append(out, f)
+		if d, ok := x.Const("kDefaultCubicReductionFactor"); ok {
+			f, err = x.Resolver(nil).Constant(audit.ConstLossFactor, d.Value, d.Pos, "kDefaultCubicReductionFactor", "cwndBytes_ * steadyState_.reductionFactor on loss", false)
+			if err != nil {
+				return nil, err
+			}
+			f.Evidence = append(f.Evidence, x.Evidence(b.Pos, "assignment", b.LHS+" = "+query.OneLine(b.RHS)))
+			out = append(out, f)
+		}
+		f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, rtt, rttPos, "TransportSettings initialRtt (µs)", "kDefaultInitialRtt", false)
+		if err != nil {
+			return nil, err
+		}
+		return append(out, f), nil
+	},
 }

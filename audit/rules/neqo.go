@@ -29,29 +29,7 @@ var neqoFiles = []string{
 	"neqo-transport/src/pmtud.rs", "neqo-transport/src/sender.rs",
 }
 
-func init() {
-	query.Register("neqo",
-		&query.Rule{Name: "neqo/q1", Question: audit.Q1, Role: query.Both,
-			Doc:    "Per role: a new Path gets a fresh PacketSender but its RttEstimate is primed from the primary path (prime_rtt); which roles reach find_path/migration.",
-			Files:  neqoFiles,
-			Decide: neqoQ1},
-		&query.Rule{Name: "neqo/q2", Question: audit.Q2, Role: query.Both,
-			Doc:    "Does Paths::path_response / Path::path_response touch the RTT estimator?",
-			Files:  neqoFiles,
-			Needs:  []query.Anchor{query.FuncIn(neqoPath, "path_response", "Paths"), query.FuncIn(neqoPath, "path_response", "Path")},
-			Decide: neqoQ2},
-		&query.Rule{Name: "neqo/q3", Question: audit.Q3, Role: query.Both,
-			Doc:    "Where is the primary-path flag cleared (Loss::migrate call sites) and which accounting does it gate?",
-			Files:  neqoFiles,
-			Needs:  []query.Anchor{query.FuncIn(neqoRec, "migrate", "Loss"), query.FuncIn(neqoRec, "on_ack_received", "Loss"), query.FuncIn(neqoConn, "handle_migration", "Connection"), query.FuncIn(neqoCC, "on_packets_acked", "ClassicCongestionController"), query.FuncIn(neqoCC, "on_packets_lost", "ClassicCongestionController"), query.FuncIn(neqoCC, "on_packet_sent", "ClassicCongestionController")},
-			Decide: neqoQ3},
-		&query.Rule{Name: "neqo/constants", Question: audit.ConstInitialWindow, Role: query.Both,
-			Doc:    "cwnd_initial(plpmtu), cwnd_min, Cubic beta (dividend/divisor), DEFAULT_INITIAL_RTT.",
-			Files:  neqoFiles,
-			Needs:  []query.Anchor{query.FreeFuncIn(neqoCC, "cwnd_initial"), query.FuncIn(neqoCC, "cwnd_min", "ClassicCongestionController"), query.FuncIn("neqo-transport/src/pmtud.rs", "header_size", "Pmtud")},
-			Decide: neqoConstants},
-	)
-}
+func init() { query.Register("neqo", neqoQ1, neqoQ2, neqoQ3, neqoConstants) }
 
 // neqoNewPath establishes what a new path's state is: fresh sender, primed RTT.
 func neqoNewPath(x *query.Code) (query.Verdict, bool) {
@@ -99,190 +77,209 @@ func neqoNewPath(x *query.Code) (query.Verdict, bool) {
 	return v, true
 }
 
-func neqoQ1(x *query.Code) ([]audit.Finding, error) {
-	base, ok := neqoNewPath(x)
-	mig, ok1 := x.Find(query.FuncIn(neqoConn, "migrate", "Connection"))
-	hm, ok2 := x.Find(query.FuncIn(neqoConn, "handle_migration", "Connection"))
-	if !ok || !ok1 || !ok2 {
-		return x.Absence()
-	}
-	// Migrating role: Connection::migrate, client only.
-	m := base
-	m.Evidence = append([]audit.Evidence{}, base.Evidence...)
-	m.Detail = append([]string{}, base.Detail...)
-	m.Add(x.Evidence(mig.Pos, "definition", "Connection::migrate (application API)"))
-	if c, ok := x.CondIn(mig, "self.role != Role::Client"); ok {
-		m.Add(x.Evidence(c.Pos, "guard", c.Text+" -> Err(InvalidMigration): only a client migrates"))
-	}
-	if c, ok := x.CallIn(mig, "find_path"); ok {
-		m.Add(x.Evidence(c.Pos, "call", "new path for the migration"))
-	}
-	// Observing role: handle_migration at the server.
-	o := base
-	o.Evidence = append([]audit.Evidence{}, base.Evidence...)
-	o.Detail = append([]string{}, base.Detail...)
-	o.Add(x.Evidence(hm.Pos, "definition", "Connection::handle_migration"))
-	if c, ok := x.CondIn(hm, "self.role == Role::Client"); ok {
-		o.Add(x.Evidence(c.Pos, "guard", c.Text+" -> return: only a server follows a peer's migration"))
-	}
-	rx := query.Filter(x.File(neqoConn).Calls("find_path"), func(c syntax.Call) bool { return c.Func != "migrate" })
-	for _, c := range rx {
-		o.Add(x.Evidence(c.Pos, "call", "path of a received datagram, in "+c.Func))
-	}
-	if d := x.Opt(query.FuncIn("neqo-transport/src/connection/params.rs", "default", "ConnectionParameters")); d.Line > 0 {
-		if a, ok := x.FieldInit(d, "disable_migration"); ok {
-			o.Add(x.Evidence(a.Pos, "setting", "disable_migration default "+a.RHS))
+var neqoQ1 = &query.Rule{
+	Name: "neqo/q1", Question: audit.Q1, Role: query.Both, Files: neqoFiles,
+	Doc: "Per role: a new Path gets a fresh PacketSender but its RttEstimate is primed from the primary path (prime_rtt); which roles reach find_path/migration.",
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		base, ok := neqoNewPath(x)
+		mig, ok1 := x.Find(query.FuncIn(neqoConn, "migrate", "Connection"))
+		hm, ok2 := x.Find(query.FuncIn(neqoConn, "handle_migration", "Connection"))
+		if !ok || !ok1 || !ok2 {
+			return x.Absence()
 		}
-	}
-	fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
-	out := []audit.Finding{fm, fo, x.Combined(audit.Q1, fm, fo)}
-	// Hook: prime_rtt, the carry-over.
-	out = append(out, x.Hook("Path::prime_rtt", "seeds a new path's RTT from the primary path", x.Set.Funcs("prime_rtt"),
-		query.Filter(x.Calls("prime_rtt"), func(c syntax.Call) bool { return c.Func != "prime_rtt" })))
-	return out, nil
+		// Migrating role: Connection::migrate, client only.
+		m := base
+		m.Evidence = append([]audit.Evidence{}, base.Evidence...)
+		m.Detail = append([]string{}, base.Detail...)
+		m.Add(x.Evidence(mig.Pos, "definition", "Connection::migrate (application API)"))
+		if c, ok := x.CondIn(mig, "self.role != Role::Client"); ok {
+			m.Add(x.Evidence(c.Pos, "guard", c.Text+" -> Err(InvalidMigration): only a client migrates"))
+		}
+		if c, ok := x.CallIn(mig, "find_path"); ok {
+			m.Add(x.Evidence(c.Pos, "call", "new path for the migration"))
+		}
+		// Observing role: handle_migration at the server.
+		o := base
+		o.Evidence = append([]audit.Evidence{}, base.Evidence...)
+		o.Detail = append([]string{}, base.Detail...)
+		o.Add(x.Evidence(hm.Pos, "definition", "Connection::handle_migration"))
+		if c, ok := x.CondIn(hm, "self.role == Role::Client"); ok {
+			o.Add(x.Evidence(c.Pos, "guard", c.Text+" -> return: only a server follows a peer's migration"))
+		}
+		rx := query.Filter(x.File(neqoConn).Calls("find_path"), func(c syntax.Call) bool { return c.Func != "migrate" })
+		for _, c := range rx {
+			o.Add(x.Evidence(c.Pos, "call", "path of a received datagram, in "+c.Func))
+		}
+		if d := x.Opt(query.FuncIn("neqo-transport/src/connection/params.rs", "default", "ConnectionParameters")); d.Line > 0 {
+			if a, ok := x.FieldInit(d, "disable_migration"); ok {
+				o.Add(x.Evidence(a.Pos, "setting", "disable_migration default "+a.RHS))
+			}
+		}
+		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
+		out := x.PerRole(audit.Q1, fm, fo)
+		// Hook: prime_rtt, the carry-over.
+		out = append(out, x.Hook("Path::prime_rtt", "seeds a new path's RTT from the primary path", x.Set.Funcs("prime_rtt"),
+			query.Filter(x.Calls("prime_rtt"), func(c syntax.Call) bool { return c.Func != "prime_rtt" })))
+		return out, nil
+	},
 }
 
-func neqoQ2(x *query.Code) ([]audit.Finding, error) {
-	ps := x.Def(query.FuncIn(neqoPath, "path_response", "Paths"))
-	pp := x.Def(query.FuncIn(neqoPath, "path_response", "Path"))
-	v := query.Verdict{}
-	v.Add(x.Evidence(ps.Pos, "handler", "Paths::path_response"), x.Evidence(pp.Pos, "handler", "Path::path_response"))
-	for _, c := range x.CommentsIn(neqoPath, ps.Line, ps.EndLine, "RTT") {
-		v.Add(x.Evidence(c.Pos, "comment", query.OneLine(c.Context)))
-		v.Note("Upstream comment: %q.", query.OneLine(strings.TrimLeft(c.Context, "/ ")))
-	}
-	hit := append(x.Touches(ps, "rtt", "rtt_mut", "set_initial", "prime_rtt", "update"), x.Touches(pp, "rtt", "rtt_mut", "set_initial", "prime_rtt")...)
-	if len(hit) > 0 {
-		v.Answer, v.Mechanism = audit.Yes, "the PATH_RESPONSE handlers touch "+strings.Join(hit, ", ")
-	} else {
-		v.Answer, v.Mechanism = audit.No, "PATH_RESPONSE validates the path and may switch the primary path; the RTT estimator is not touched (a new path's RTT comes from prime_rtt or the configured initial RTT)"
-	}
-	return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
+var neqoQ2 = &query.Rule{
+	Name: "neqo/q2", Question: audit.Q2, Role: query.Both, Files: neqoFiles,
+	Doc:   "Does Paths::path_response / Path::path_response touch the RTT estimator?",
+	Needs: []query.Anchor{query.FuncIn(neqoPath, "path_response", "Paths"), query.FuncIn(neqoPath, "path_response", "Path")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		ps := x.Def(query.FuncIn(neqoPath, "path_response", "Paths"))
+		pp := x.Def(query.FuncIn(neqoPath, "path_response", "Path"))
+		v := query.Verdict{}
+		v.Add(x.Evidence(ps.Pos, "handler", "Paths::path_response"), x.Evidence(pp.Pos, "handler", "Path::path_response"))
+		for _, c := range x.CommentsIn(neqoPath, ps.Line, ps.EndLine, "RTT") {
+			v.Add(x.Evidence(c.Pos, "comment", query.OneLine(c.Context)))
+			v.Note("Upstream comment: %q.", query.OneLine(strings.TrimLeft(c.Context, "/ ")))
+		}
+		hit := append(x.Touches(ps, "rtt", "rtt_mut", "set_initial", "prime_rtt", "update"), x.Touches(pp, "rtt", "rtt_mut", "set_initial", "prime_rtt")...)
+		if len(hit) > 0 {
+			v.Answer, v.Mechanism = audit.Yes, "the PATH_RESPONSE handlers touch "+strings.Join(hit, ", ")
+		} else {
+			v.Answer, v.Mechanism = audit.No, "PATH_RESPONSE validates the path and may switch the primary path; the RTT estimator is not touched (a new path's RTT comes from prime_rtt or the configured initial RTT)"
+		}
+		return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
+	},
 }
 
-func neqoQ3(x *query.Code) ([]audit.Finding, error) {
-	lm := x.Def(query.FuncIn(neqoRec, "migrate", "Loss"))
-	oar := x.Def(query.FuncIn(neqoRec, "on_ack_received", "Loss"))
-	hm := x.Def(query.FuncIn(neqoConn, "handle_migration", "Connection"))
-	acked := x.Def(query.FuncIn(neqoCC, "on_packets_acked", "ClassicCongestionController"))
-	lost := x.Def(query.FuncIn(neqoCC, "on_packets_lost", "ClassicCongestionController"))
-	sent := x.Def(query.FuncIn(neqoCC, "on_packet_sent", "ClassicCongestionController"))
-	// Loss::migrate call sites (the only place the primary-path flag is cleared on migration).
-	sites := query.Filter(x.File(neqoConn).Calls("migrate"), func(c syntax.Call) bool { return strings.Contains(c.Callee, "loss_recovery.migrate") })
-	inFns := query.Funcs(sites)
-	hmCalls := x.CallsIn(hm, "migrate")
-	// Aspects, when the flag is cleared.
-	var guarded []query.Aspect
-	if c, ok := x.CallIn(oar, "rtt_sample"); ok && strings.Contains(query.GuardText(c.Guards), "on_primary_path()") {
-		guarded = append(guarded, query.Aspect{Name: "rtt", Answer: audit.Yes, Why: "RTT sampled only if the largest acked packet is on the primary path", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", query.GuardText(c.Guards))}})
-	} else {
-		guarded = append(guarded, query.Aspect{Name: "rtt", Answer: audit.No, Why: "RTT sample not gated by the primary-path flag", Ev: []audit.Evidence{x.Evidence(oar.Pos, "definition", "")}})
-	}
-	aspect := func(name, why string, def syntax.Def, sub string) query.Aspect {
-		if c, ok := x.CondIn(def, sub); ok {
-			return query.Aspect{Name: name, Answer: audit.Yes, Why: why, Ev: []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}}
+var neqoQ3 = &query.Rule{
+	Name: "neqo/q3", Question: audit.Q3, Role: query.Both, Files: neqoFiles,
+	Doc:   "Where is the primary-path flag cleared (Loss::migrate call sites) and which accounting does it gate?",
+	Needs: []query.Anchor{query.FuncIn(neqoRec, "migrate", "Loss"), query.FuncIn(neqoRec, "on_ack_received", "Loss"), query.FuncIn(neqoConn, "handle_migration", "Connection"), query.FuncIn(neqoCC, "on_packets_acked", "ClassicCongestionController"), query.FuncIn(neqoCC, "on_packets_lost", "ClassicCongestionController"), query.FuncIn(neqoCC, "on_packet_sent", "ClassicCongestionController")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		lm := x.Def(query.FuncIn(neqoRec, "migrate", "Loss"))
+		oar := x.Def(query.FuncIn(neqoRec, "on_ack_received", "Loss"))
+		hm := x.Def(query.FuncIn(neqoConn, "handle_migration", "Connection"))
+		acked := x.Def(query.FuncIn(neqoCC, "on_packets_acked", "ClassicCongestionController"))
+		lost := x.Def(query.FuncIn(neqoCC, "on_packets_lost", "ClassicCongestionController"))
+		sent := x.Def(query.FuncIn(neqoCC, "on_packet_sent", "ClassicCongestionController"))
+		// Loss::migrate call sites (the only place the primary-path flag is cleared on migration).
+		sites := query.Filter(x.File(neqoConn).Calls("migrate"), func(c syntax.Call) bool { return strings.Contains(c.Callee, "loss_recovery.migrate") })
+		inFns := query.Funcs(sites)
+		hmCalls := x.CallsIn(hm, "migrate")
+		// Aspects, when the flag is cleared.
+		var guarded []query.Aspect
+		if c, ok := x.CallIn(oar, "rtt_sample"); ok && strings.Contains(query.GuardText(c.Guards), "on_primary_path()") {
+			guarded = append(guarded, query.Aspect{Name: "rtt", Answer: audit.Yes, Why: "RTT sampled only if the largest acked packet is on the primary path", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", query.GuardText(c.Guards))}})
+		} else {
+			guarded = append(guarded, query.Aspect{Name: "rtt", Answer: audit.No, Why: "RTT sample not gated by the primary-path flag", Ev: []audit.Evidence{x.Evidence(oar.Pos, "definition", "")}})
 		}
-		return query.Aspect{Name: name, Answer: audit.No, Why: "no " + sub + " gate in " + def.Name, Ev: []audit.Evidence{x.Evidence(def.Pos, "definition", "")}}
-	}
-	guarded = append(guarded,
-		aspect("growth", "acked packets not cc_outstanding (off the primary path) are skipped before the window grows", acked, "cc_outstanding()"),
-		aspect("loss", "lost packets not cc_in_flight are ignored by the congestion controller", lost, "cc_in_flight()"),
-		aspect("inflight", "only cc_in_flight packets are added to / removed from bytes in flight", sent, "cc_in_flight()"))
-	for i := range guarded {
-		guarded[i].Ev = append(guarded[i].Ev, x.Evidence(lm.Pos, "definition", "Loss::migrate clears the primary-path flag of every tracked packet"))
-	}
-	mf, maux := x.Q3(query.Migrating, fmt.Sprintf("per-packet primary-path flag cleared by Loss::migrate (%s in %s)", query.Plural(len(sites), "call site"), strings.Join(inFns, ", ")), guarded)
-	mf.Evidence = append(mf.Evidence, x.CallEvidence(sites, "call", "")...)
-	var obsAs []query.Aspect
-	if len(hmCalls) > 0 {
-		obsAs = guarded
-	} else {
-		why := "Connection::handle_migration never calls loss_recovery.migrate(): packets sent on the old path keep the primary-path flag"
-		for _, a := range guarded {
-			obsAs = append(obsAs, query.Aspect{Name: a.Name, Answer: audit.No, Why: why, Ev: append([]audit.Evidence{x.Evidence(hm.Pos, "definition", "handle_migration (server)")}, a.Ev...)})
+		aspect := func(name, why string, def syntax.Def, sub string) query.Aspect {
+			if c, ok := x.CondIn(def, sub); ok {
+				return query.Aspect{Name: name, Answer: audit.Yes, Why: why, Ev: []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}}
+			}
+			return query.Aspect{Name: name, Answer: audit.No, Why: "no " + sub + " gate in " + def.Name, Ev: []audit.Evidence{x.Evidence(def.Pos, "definition", "")}}
 		}
-	}
-	of, oaux := x.Q3(query.Observing, "the observer (server) switches the primary path in handle_migration without clearing the old packets' primary-path flag", obsAs)
-	if c := x.CommentsIn(neqoCC, acked.Line, acked.EndLine, "rebinding"); len(c) > 0 {
-		of.Evidence = append(of.Evidence, x.Evidence(c[0].Pos, "comment", query.OneLine(c[0].Context)))
-	}
-	for i := range oaux {
-		oaux[i].Rule += "-observing"
-	}
-	out := []audit.Finding{mf, of, x.Combined(audit.Q3, mf, of)}
-	out = append(out, maux...)
-	out = append(out, oaux...)
-	out = append(out, x.Hook("Loss::migrate", "clears the primary-path flag of tracked packets", []syntax.Def{lm}, sites))
-	out[len(out)-1].Question = audit.Q3
-	return out, nil
+		guarded = append(guarded,
+			aspect("growth", "acked packets not cc_outstanding (off the primary path) are skipped before the window grows", acked, "cc_outstanding()"),
+			aspect("loss", "lost packets not cc_in_flight are ignored by the congestion controller", lost, "cc_in_flight()"),
+			aspect("inflight", "only cc_in_flight packets are added to / removed from bytes in flight", sent, "cc_in_flight()"))
+		for i := range guarded {
+			guarded[i].Ev = append(guarded[i].Ev, x.Evidence(lm.Pos, "definition", "Loss::migrate clears the primary-path flag of every tracked packet"))
+		}
+		mf, maux := x.Q3(query.Migrating, fmt.Sprintf("per-packet primary-path flag cleared by Loss::migrate (%s in %s)", query.Plural(len(sites), "call site"), strings.Join(inFns, ", ")), guarded)
+		mf.Evidence = append(mf.Evidence, x.CallEvidence(sites, "call", "")...)
+		var obsAs []query.Aspect
+		if len(hmCalls) > 0 {
+			obsAs = guarded
+		} else {
+			why := "Connection::handle_migration never calls loss_recovery.migrate(): packets sent on the old path keep the primary-path flag"
+			for _, a := range guarded {
+				obsAs = append(obsAs, query.Aspect{Name: a.Name, Answer: audit.No, Why: why, Ev: append([]audit.Evidence{x.Evidence(hm.Pos, "definition", "handle_migration (server)")}, a.Ev...)})
+			}
+		}
+		of, oaux := x.Q3(query.Observing, "the observer (server) switches the primary path in handle_migration without clearing the old packets' primary-path flag", obsAs)
+		if c := x.CommentsIn(neqoCC, acked.Line, acked.EndLine, "rebinding"); len(c) > 0 {
+			of.Evidence = append(of.Evidence, x.Evidence(c[0].Pos, "comment", query.OneLine(c[0].Context)))
+		}
+		for i := range oaux {
+			oaux[i].Rule += "-observing"
+		}
+		out := x.PerRole(audit.Q3, mf, of)
+		out = append(out, maux...)
+		out = append(out, oaux...)
+		out = append(out, x.Hook("Loss::migrate", "clears the primary-path flag of tracked packets", []syntax.Def{lm}, sites))
+		out[len(out)-1].Question = audit.Q3
+		return out, nil
+	},
 }
 
-func neqoConstants(x *query.Code) ([]audit.Finding, error) {
-	ci := x.Def(query.FreeFuncIn(neqoCC, "cwnd_initial"))
-	cm := x.Def(query.FuncIn(neqoCC, "cwnd_min", "ClassicCongestionController"))
-	hs := x.Def(query.FuncIn("neqo-transport/src/pmtud.rs", "header_size", "Pmtud"))
-	table, ok4 := x.Const("MTU_SIZES_V4")
-	params, ok5 := x.Find(query.FuncIn("neqo-transport/src/connection/params.rs", "default", "ConnectionParameters"))
-	if !ok4 || !ok5 {
-		if !ok4 {
-			x.Missing("const MTU_SIZES_V4")
+var neqoConstants = &query.Rule{
+	Name: "neqo/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: neqoFiles,
+	Doc:   "cwnd_initial(plpmtu), cwnd_min, Cubic beta (dividend/divisor), DEFAULT_INITIAL_RTT.",
+	Needs: []query.Anchor{query.FreeFuncIn(neqoCC, "cwnd_initial"), query.FuncIn(neqoCC, "cwnd_min", "ClassicCongestionController"), query.FuncIn("neqo-transport/src/pmtud.rs", "header_size", "Pmtud")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		ci := x.Def(query.FreeFuncIn(neqoCC, "cwnd_initial"))
+		cm := x.Def(query.FuncIn(neqoCC, "cwnd_min", "ClassicCongestionController"))
+		hs := x.Def(query.FuncIn("neqo-transport/src/pmtud.rs", "header_size", "Pmtud"))
+		table, ok4 := x.Const("MTU_SIZES_V4")
+		params, ok5 := x.Find(query.FuncIn("neqo-transport/src/connection/params.rs", "default", "ConnectionParameters"))
+		if !ok4 || !ok5 {
+			if !ok4 {
+				x.Missing("const MTU_SIZES_V4")
+			}
+			return x.Absence()
 		}
-		return x.Absence()
-	}
-	// S = PLPMTU = first entry of the IPv4 search table minus the IPv4+UDP header size.
-	first := strings.TrimSpace(strings.SplitN(strings.Trim(strings.TrimPrefix(strings.TrimSpace(table.Value), "&"), "[] "), ",", 2)[0])
-	arms := x.ArmsWith(hs, "IpAddr::V4")
-	if len(arms) == 0 {
-		x.Missing("IpAddr::V4 arm of Pmtud::header_size")
-		return x.Absence()
-	}
-	armLine := strings.TrimSpace(x.File(hs.Path).Line(arms[0].Line))
-	hdr := strings.TrimSuffix(strings.TrimSpace(armLine[strings.Index(armLine, "=>")+2:]), ",")
-	r := x.Resolver(nil)
-	s, err := r.Eval(first + " - (" + hdr + ")")
-	if err != nil {
-		return nil, err
-	}
-	sNote := fmt.Sprintf("S = PLPMTU = MTU_SIZES_V4[0] - header_size(V4) = %s - (%s) = %g (IPv6: 1280 - 48)", first, hdr, s)
-	par := map[string]query.Param{"mtu": {Name: "S", Default: s}, "max_datagram_size": {Name: "S", Default: s}}
-	cc, okCC := x.FieldInit(params, "congestion_control")
-	rttF, okR := x.FieldInit(params, "initial_rtt")
-	var out []audit.Finding
-	f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, query.TailExpr(ci), x.ExprPos(ci, query.TailExpr(ci)), "cwnd_initial(plpmtu)", sNote, false)
-	if err != nil {
-		return nil, err
-	}
-	f.Evidence = append(f.Evidence, x.Evidence(table.Pos, "definition", "MTU_SIZES_V4"), x.Evidence(arms[0], "definition", "IPv4 header size "+hdr))
-	if okCC {
-		f.Evidence = append(f.Evidence, x.Evidence(cc.Pos, "setting", "default congestion control "+cc.RHS))
-	}
-	out = append(out, f)
-	f, err = x.Resolver(par).Constant(audit.ConstMinWindow, query.TailExpr(cm), x.ExprPos(cm, query.TailExpr(cm)), "cwnd_min", sNote, false)
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, f)
-	div, okD := x.Const("BETA_USIZE_DIVIDEND")
-	_, okV := x.Const("BETA_USIZE_DIVISOR")
-	if okD && okV {
-		f, err = x.Resolver(nil).Constant(audit.ConstLossFactor, "BETA_USIZE_DIVIDEND / BETA_USIZE_DIVISOR", div.Pos, "Cubic BETA_USIZE_DIVIDEND / BETA_USIZE_DIVISOR", "cwnd * 70 / 100 on loss (ECN: BETA_USIZE_DIVIDEND_ECN)", false)
+		// S = PLPMTU = first entry of the IPv4 search table minus the IPv4+UDP header size.
+		first := strings.TrimSpace(strings.SplitN(strings.Trim(strings.TrimPrefix(strings.TrimSpace(table.Value), "&"), "[] "), ",", 2)[0])
+		arms := x.ArmsWith(hs, "IpAddr::V4")
+		if len(arms) == 0 {
+			x.Missing("IpAddr::V4 arm of Pmtud::header_size")
+			return x.Absence()
+		}
+		armLine := strings.TrimSpace(x.File(hs.Path).Line(arms[0].Line))
+		hdr := strings.TrimSuffix(strings.TrimSpace(armLine[strings.Index(armLine, "=>")+2:]), ",")
+		r := x.Resolver(nil)
+		s, err := r.Eval(first + " - (" + hdr + ")")
+		if err != nil {
+			return nil, err
+		}
+		sNote := fmt.Sprintf("S = PLPMTU = MTU_SIZES_V4[0] - header_size(V4) = %s - (%s) = %g (IPv6: 1280 - 48)", first, hdr, s)
+		par := map[string]query.Param{"mtu": {Name: "S", Default: s}, "max_datagram_size": {Name: "S", Default: s}}
+		cc, okCC := x.FieldInit(params, "congestion_control")
+		rttF, okR := x.FieldInit(params, "initial_rtt")
+		var out []audit.Finding
+		f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, query.TailExpr(ci), x.ExprPos(ci, query.TailExpr(ci)), "cwnd_initial(plpmtu)", sNote, false)
+		if err != nil {
+			return nil, err
+		}
+		f.Evidence = append(f.Evidence, x.Evidence(table.Pos, "definition", "MTU_SIZES_V4"), x.Evidence(arms[0], "definition", "IPv4 header size "+hdr))
+		if okCC {
+			f.Evidence = append(f.Evidence, x.Evidence(cc.Pos, "setting", "default congestion control "+cc.RHS))
+		}
+		out = append(out, f)
+		f, err = x.Resolver(par).Constant(audit.ConstMinWindow, query.TailExpr(cm), x.ExprPos(cm, query.TailExpr(cm)), "cwnd_min", sNote, false)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, f)
-	} else {
-		out = append(out, x.AbsentFor(audit.ConstLossFactor, "Cubic BETA_USIZE_DIVIDEND/DIVISOR"))
-	}
-	if okR {
-		d, ok := x.Const(strings.TrimSpace(rttF.RHS))
-		if ok {
-			f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, d.Value, d.Pos, "DEFAULT_INITIAL_RTT (µs)", "ConnectionParameters.initial_rtt default", false)
+		div, okD := x.Const("BETA_USIZE_DIVIDEND")
+		_, okV := x.Const("BETA_USIZE_DIVISOR")
+		if okD && okV {
+			f, err = x.Resolver(nil).Constant(audit.ConstLossFactor, "BETA_USIZE_DIVIDEND / BETA_USIZE_DIVISOR", div.Pos, "Cubic BETA_USIZE_DIVIDEND / BETA_USIZE_DIVISOR", "cwnd * 70 / 100 on loss (ECN: BETA_USIZE_DIVIDEND_ECN)", false)
 			if err != nil {
 				return nil, err
 			}
-			f.Evidence = append(f.Evidence, x.Evidence(rttF.Pos, "setting", "initial_rtt: "+rttF.RHS))
 			out = append(out, f)
+		} else {
+			out = append(out, x.AbsentFor(audit.ConstLossFactor, "Cubic BETA_USIZE_DIVIDEND/DIVISOR"))
 		}
-	}
-	return out, nil
+		if okR {
+			d, ok := x.Const(strings.TrimSpace(rttF.RHS))
+			if ok {
+				f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, d.Value, d.Pos, "DEFAULT_INITIAL_RTT (µs)", "ConnectionParameters.initial_rtt default", false)
+				if err != nil {
+					return nil, err
+				}
+				f.Evidence = append(f.Evidence, x.Evidence(rttF.Pos, "setting", "initial_rtt: "+rttF.RHS))
+				out = append(out, f)
+			}
+		}
+		return out, nil
+	},
 }

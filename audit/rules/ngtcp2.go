@@ -53,7 +53,7 @@ func ngtcp2Kind(fn string) string {
 var ngtcp2Reset = &query.Rule{
 	Name:     "ngtcp2/reset-congestion-state",
 	Question: audit.Q1,
-	Files: ngtcp2Files, Role: query.Both,
+	Files:    ngtcp2Files, Role: query.Both,
 	Needs: []query.Anchor{query.Func(ngtcp2ResetFn)},
 	Doc: "Counts call sites of conn_reset_congestion_state, classifies each by its enclosing function (migration, " +
 		"fallback after failed validation, other) and endpoint (asserts on conn->server), and lists what " +
@@ -137,7 +137,7 @@ var ngtcp2Reset = &query.Rule{
 var ngtcp2Q3 = &query.Rule{
 	Name:     "ngtcp2/q3-watermark",
 	Question: audit.Q3,
-	Files: ngtcp2Files, Role: query.Both,
+	Files:    ngtcp2Files, Role: query.Both,
 	Doc: "ngtcp2_rtb_reset_cc_state sets cc_pkt_num to the next packet number (called from the reset); the if-guards " +
 		"in ngtcp2_rtb.c comparing a packet number with cc_pkt_num keep pre-migration packets out of congestion accounting. " +
 		"The rule also asks whether the RTT sample (ngtcp2_conn_update_rtt) sits behind the same watermark: if not, Q3 is SPLIT.",
@@ -255,9 +255,9 @@ var ngtcp2Q3 = &query.Rule{
 var ngtcp2Q2 = &query.Rule{
 	Name:     "ngtcp2/q2-initial-rtt",
 	Question: audit.Q2,
-	Files: ngtcp2Files, Role: query.Both,
+	Files:    ngtcp2Files, Role: query.Both,
 	Needs: []query.Anchor{query.Func("conn_recv_path_response")},
-	Doc:      "conn_recv_path_response validates and promotes the path without touching the RTT estimator; the reset seeds smoothed_rtt from settings.initial_rtt.",
+	Doc:   "conn_recv_path_response validates and promotes the path without touching the RTT estimator; the reset seeds smoothed_rtt from settings.initial_rtt.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		h := x.Def(query.Func("conn_recv_path_response"))
 		hf := x.FileOf(h.Pos)
@@ -296,12 +296,12 @@ var ngtcp2Q2 = &query.Rule{
 var ngtcp2Constants = &query.Rule{
 	Name:     "ngtcp2/constants",
 	Question: audit.ConstInitialWindow,
-	Files: ngtcp2Files, Role: "",
+	Files:    ngtcp2Files, Role: "",
 	Needs: []query.Anchor{query.Func("ngtcp2_cc_compute_initcwnd")},
 	Doc: "ngtcp2_cc_compute_initcwnd's body turned into a formula of the payload size S, S's default as the reset " +
 		"computes it, the CUBIC ssthresh factor and the 2 × S floor, NGTCP2_DEFAULT_INITIAL_RTT.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		var out []audit.Finding
+		var out query.Findings
 		fn := x.Def(query.Func("ngtcp2_cc_compute_initcwnd"))
 		expr, err := initcwndFormula(x.FileOf(fn.Pos), fn)
 		if err != nil {
@@ -318,24 +318,20 @@ var ngtcp2Constants = &query.Rule{
 				}
 				switch {
 				case strings.Contains(a.RHS, "settings.max_tx_udp_payload_size"):
-					for _, fl := range x.Set {
-						for _, s := range fl.Assigns("") {
-							if s.LHS == "settings->max_tx_udp_payload_size" {
-								if v, err := x.Constant(audit.ConstInitialWindow, strings.ReplaceAll(s.RHS, " ", ""), nil, "", "", s.Pos); err == nil {
-									S, sNote, sPos = v.Constant.Value, "settings default max_tx_udp_payload_size = "+s.RHS, s.Pos
-								}
+					for _, s := range x.Assigns("") {
+						if s.LHS == "settings->max_tx_udp_payload_size" {
+							if v, err := x.Constant(audit.ConstInitialWindow, strings.ReplaceAll(s.RHS, " ", ""), nil, "", "", s.Pos); err == nil {
+								S, sNote, sPos = v.Constant.Value, "settings default max_tx_udp_payload_size = "+s.RHS, s.Pos
 							}
 						}
 					}
 				default:
 					// per-path: dcid.current.max_udp_payload_size, initialised from NGTCP2_MAX_UDP_PAYLOAD_SIZE
-					for _, fl := range x.Set {
-						for _, s := range fl.Assigns("") {
-							if s.LHS == "dcid->max_udp_payload_size" && strings.HasPrefix(s.RHS, "NGTCP2_") {
-								if v, _, ok := x.ExpandMacro(s.RHS); ok {
-									if n, ok := query.Numeric(v); ok {
-										S, sNote, sPos = n, "path's max_udp_payload_size before PMTUD = "+s.RHS+" = "+v, s.Pos
-									}
+					for _, s := range x.Assigns("") {
+						if s.LHS == "dcid->max_udp_payload_size" && strings.HasPrefix(s.RHS, "NGTCP2_") {
+							if v, _, ok := x.ExpandMacro(s.RHS); ok {
+								if n, ok := query.Numeric(v); ok {
+									S, sNote, sPos = n, "path's max_udp_payload_size before PMTUD = "+s.RHS+" = "+v, s.Pos
 								}
 							}
 						}
@@ -346,55 +342,40 @@ var ngtcp2Constants = &query.Rule{
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, f)
+				out.Append(f)
 				break
 			}
 		}
 		if S == 0 {
-			return append(out, x.Absent("the payload size the reset uses")), nil
+			out.Append(x.Absent("the payload size the reset uses"))
+			return out.Result()
 		}
 		// CUBIC (the default cc_algo) loss response: ssthresh = cwnd * 7 / 10,
 		// floored at 2 * S in the same function.
 		cubic := regexp.MustCompile(`^cstat->cwnd\*(\d+)/(\d+)$`)
 		lossFn := ""
-		for _, fl := range x.Set {
-			for _, a := range fl.Assigns("") {
-				if lossFn != "" || a.LHS != "cstat->ssthresh" {
-					continue
-				}
-				if m := cubic.FindStringSubmatch(strings.ReplaceAll(a.RHS, " ", "")); m != nil {
-					f, err := x.Constant(audit.ConstLossFactor, m[1]+"/"+m[2], nil, "CUBIC ssthresh = cwnd * "+m[1]+" / "+m[2], "in "+a.Func+" (default cc_algo CUBIC)", a.Pos)
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, f)
-					lossFn = a.Func
-				}
+		for _, a := range x.Assigns("") {
+			if lossFn != "" || a.LHS != "cstat->ssthresh" {
+				continue
+			}
+			if m := cubic.FindStringSubmatch(strings.ReplaceAll(a.RHS, " ", "")); m != nil {
+				out.Add(x.Constant(audit.ConstLossFactor, m[1]+"/"+m[2], nil, "CUBIC ssthresh = cwnd * "+m[1]+" / "+m[2], "in "+a.Func+" (default cc_algo CUBIC)", a.Pos))
+				lossFn = a.Func
 			}
 		}
 		floorDone := false
-		for _, fl := range x.Set {
-			for _, a := range fl.Assigns(lossFn) {
-				r := strings.ReplaceAll(a.RHS, " ", "")
-				if !floorDone && (a.LHS == "cstat->ssthresh" || a.LHS == "min_cwnd") && strings.Contains(r, "2*cstat->max_tx_udp_payload_size") {
-					f, err := x.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": S}, "2 x max_tx_udp_payload_size", a.LHS+" = "+a.RHS+" in "+a.Func, a.Pos)
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, f)
-					floorDone = true
-				}
+		for _, a := range x.Assigns(lossFn) {
+			r := strings.ReplaceAll(a.RHS, " ", "")
+			if !floorDone && (a.LHS == "cstat->ssthresh" || a.LHS == "min_cwnd") && strings.Contains(r, "2*cstat->max_tx_udp_payload_size") {
+				out.Add(x.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": S}, "2 x max_tx_udp_payload_size", a.LHS+" = "+a.RHS+" in "+a.Func, a.Pos))
+				floorDone = true
 			}
 		}
 		if r, d, ok := x.ExpandMacro("NGTCP2_DEFAULT_INITIAL_RTT"); ok {
 			// ngtcp2 durations are nanoseconds
-			f, err := x.Constant(audit.ConstDefaultRTT, "("+r+")/1000", nil, "NGTCP2_DEFAULT_INITIAL_RTT (ns) in µs", "NGTCP2_DEFAULT_INITIAL_RTT = "+d.Value, d.Pos)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
+			out.Add(x.Constant(audit.ConstDefaultRTT, "("+r+")/1000", nil, "NGTCP2_DEFAULT_INITIAL_RTT (ns) in µs", "NGTCP2_DEFAULT_INITIAL_RTT = "+d.Value, d.Pos))
 		}
-		return out, nil
+		return out.Result()
 	},
 }
 

@@ -33,7 +33,7 @@ func init() {
 var picoResetDispatch = &query.Rule{
 	Name:     "picoquic/reset-notification",
 	Question: audit.Q1,
-	Files: picoFiles, Role: query.Both,
+	Files:    picoFiles, Role: query.Both,
 	Doc: "Counts the congestion algorithms (picoquic_congestion_algorithm_t initialisers) whose notify " +
 		"callback handles picoquic_congestion_notification_reset, and every dispatch through the " +
 		"alg_notify callback by notification value: a handled but never dispatched reset is a dead hook.",
@@ -59,7 +59,6 @@ var picoResetDispatch = &query.Rule{
 
 		// Dispatches: every call through the notify callback, by the
 		// enumerators its notification argument names (a ternary names two).
-		notifyIdx := fieldIndex(x, picoAlgStruct, picoNotifyField)
 		dispatch := map[string]int{}
 		var sites []syntax.Call
 		for _, c := range x.Set.Calls(picoNotifyField) {
@@ -78,7 +77,7 @@ var picoResetDispatch = &query.Rule{
 		}
 
 		// Algorithms: initialisers of picoquic_congestion_algorithm_t and their notify function.
-		algs := algorithmNotifiers(x, notifyIdx)
+		algs := x.Initialisers(picoAlgType, picoAlgStruct, picoNotifyField)
 		direct := map[string]syntax.Mention{}
 		for _, m := range x.Set.Mentions(picoResetValue) {
 			if m.Kind == syntax.MentionCaseLabel {
@@ -90,16 +89,16 @@ var picoResetDispatch = &query.Rule{
 		handlers, viaForward := 0, 0
 		var notes []string
 		for _, a := range algs {
-			if m, ok := direct[a.notify]; ok {
+			if m, ok := direct[a.Value]; ok {
 				handlers++
-				f.Evidence = append(f.Evidence, x.Evidence(m.Pos, "handler", a.name+" via "+a.notify))
+				f.Evidence = append(f.Evidence, x.Evidence(m.Pos, "handler", a.Var+" via "+a.Value))
 				continue
 			}
 			// One level of forwarding: the notify function passes its
 			// notification on to a function that handles the reset.
 			fwd := ""
 			for _, fl := range x.Set {
-				for _, c := range fl.CallsIn(a.notify) {
+				for _, c := range fl.CallsIn(a.Value) {
 					if _, ok := direct[c.Name]; ok {
 						for _, arg := range c.Args {
 							if arg.Text == "notification" {
@@ -107,7 +106,7 @@ var picoResetDispatch = &query.Rule{
 							}
 						}
 						if fwd != "" {
-							f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "handler", fmt.Sprintf("%s via %s, forwarding to %s", a.name, a.notify, fwd)))
+							f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "handler", fmt.Sprintf("%s via %s, forwarding to %s", a.Var, a.Value, fwd)))
 							break
 						}
 					}
@@ -119,9 +118,9 @@ var picoResetDispatch = &query.Rule{
 			if fwd != "" {
 				handlers++
 				viaForward++
-				notes = append(notes, fmt.Sprintf("%s forwards to %s", a.notify, fwd))
+				notes = append(notes, fmt.Sprintf("%s forwards to %s", a.Value, fwd))
 			} else {
-				notes = append(notes, a.name+" does not handle it")
+				notes = append(notes, a.Var+" does not handle it")
 			}
 		}
 		var dispatched []string
@@ -172,73 +171,10 @@ var picoResetDispatch = &query.Rule{
 	},
 }
 
-type algorithm struct{ name, notify string }
-
-// fieldIndex is the position of field in struct (for positional initialisers).
-func fieldIndex(x *query.Code, strct, field string) int {
-	i := 0
-	for _, f := range x.Set {
-		for _, d := range f.AllDefs() {
-			if d.Kind == syntax.DefField && d.Owner == strct {
-				if d.Name == field {
-					return i
-				}
-				i++
-			}
-		}
-		if i > 0 {
-			break
-		}
-	}
-	return -1
-}
-
-// algorithmNotifiers finds `picoquic_congestion_algorithm_t X = {...}` and the
-// function in its notify slot (positional or designated).
-func algorithmNotifiers(x *query.Code, notifyIdx int) []algorithm {
-	var out []algorithm
-	for _, f := range x.Set {
-		if f.Tree == nil {
-			continue
-		}
-		for _, decl := range f.Tree.Find("declaration") {
-			if strings.TrimSpace(f.Text(decl.Child("type"))) != picoAlgType {
-				continue
-			}
-			for _, d := range decl.Children {
-				// a plain `T name = {...}`, not an array of pointers to algorithms
-				if d.Kind != "init_declarator" || d.Child("declarator") == nil || d.Child("declarator").Kind != "identifier" {
-					continue
-				}
-				val := d.Child("value")
-				if val == nil || val.Kind != "initializer_list" {
-					continue
-				}
-				name := f.Text(d.Child("declarator"))
-				idx := 0
-				for _, el := range val.Children {
-					if !el.Named || el.Kind == "comment" {
-						continue
-					}
-					if el.Kind == "initializer_pair" {
-						if strings.Contains(f.Text(el.Child("designator")), picoNotifyField) {
-							out = append(out, algorithm{name, strings.TrimSpace(f.Text(el.Child("value")))})
-						}
-					} else if idx == notifyIdx {
-						out = append(out, algorithm{name, strings.TrimSpace(f.Text(el))})
-					}
-					idx++
-				}
-			}
-		}
-	}
-	return out
-}
-
 var picoPathValidation = &query.Rule{
 	Name:     "picoquic/path-validation",
 	Question: audit.Q1,
-	Files: picoFiles, Role: "",
+	Files:    picoFiles, Role: "",
 	Needs: []query.Anchor{query.Func(picoPathResponse)},
 	Doc: "Lists what the PATH_RESPONSE handler calls and assigns: RTT and MTU updates, no congestion " +
 		"control; and where the window is re-initialised to PICOQUIC_CWIN_INITIAL (setup and new-path creation only).",
@@ -266,11 +202,9 @@ var picoPathValidation = &query.Rule{
 		}
 		// Where is the window set to the initial value at all?
 		var reinit []syntax.Assign
-		for _, f := range x.Set {
-			for _, a := range f.Assigns("") {
-				if a.Target == "cwin" && strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL") {
-					reinit = append(reinit, a)
-				}
+		for _, a := range x.Assigns("") {
+			if a.Target == "cwin" && strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL") {
+				reinit = append(reinit, a)
 			}
 		}
 		f := x.Finding(audit.No, "")
@@ -311,7 +245,7 @@ var picoPathValidation = &query.Rule{
 var picoQ2 = &query.Rule{
 	Name:     "picoquic/q2-challenge-rtt",
 	Question: audit.Q2,
-	Files: picoFiles, Role: query.Both,
+	Files:    picoFiles, Role: query.Both,
 	Needs: []query.Anchor{query.Func(picoPathResponse), query.Func(picoUpdateRTT)},
 	Doc: "Finds the PATH_RESPONSE handler's RTT update, its epoch argument, and the guard in " +
 		"picoquic_update_path_rtt: with epoch < 0 the update runs only when !rtt_is_initialized, which is " +
@@ -352,14 +286,12 @@ var picoQ2 = &query.Rule{
 			}
 		}
 		var setTo1, setTo0 []syntax.Assign
-		for _, f := range x.Set {
-			for _, a := range f.Assigns("") {
-				if a.Target == "rtt_is_initialized" {
-					if strings.TrimSpace(a.RHS) == "0" {
-						setTo0 = append(setTo0, a)
-					} else {
-						setTo1 = append(setTo1, a)
-					}
+		for _, a := range x.Assigns("") {
+			if a.Target == "rtt_is_initialized" {
+				if strings.TrimSpace(a.RHS) == "0" {
+					setTo0 = append(setTo0, a)
+				} else {
+					setTo1 = append(setTo1, a)
 				}
 			}
 		}
@@ -397,7 +329,7 @@ var picoQ2 = &query.Rule{
 var picoQ3 = &query.Rule{
 	Name:     "picoquic/q3-attribution",
 	Question: audit.Q3,
-	Files: picoFiles, Role: query.Both,
+	Files:    picoFiles, Role: query.Both,
 	Needs: []query.Anchor{query.Func(picoPathResponse)},
 	Doc: "Migration promotes a tuple inside the same path object; ACK-derived RTT samples and " +
 		"congestion notifications are keyed by path, so nothing separates old-tuple packets from new.",
@@ -453,39 +385,26 @@ var picoQ3 = &query.Rule{
 var picoConstants = &query.Rule{
 	Name:     "picoquic/constants",
 	Question: audit.ConstInitialWindow,
-	Files: picoFiles, Role: "",
+	Files:    picoFiles, Role: "",
 	Doc: "PICOQUIC_CWIN_INITIAL and PICOQUIC_CWIN_MINIMUM expanded from their macros; BBR's 2 × send_mtu floor; " +
 		"PICOQUIC_INITIAL_RTT; the loss factors the algorithms apply.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		var out []audit.Finding
-		add := func(f audit.Finding, err error) error {
-			if err != nil {
-				return err
-			}
-			out = append(out, f)
-			return nil
-		}
+		var out query.Findings
 		if expr, def, ok := x.ExpandMacro("PICOQUIC_CWIN_INITIAL"); ok {
-			if err := add(x.Constant(audit.ConstInitialWindow, expr, nil, "by the constant (PICOQUIC_CWIN_INITIAL)", "PICOQUIC_CWIN_INITIAL = "+def.Value, def.Pos)); err != nil {
-				return nil, err
-			}
+			out.Add(x.Constant(audit.ConstInitialWindow, expr, nil, "by the constant (PICOQUIC_CWIN_INITIAL)", "PICOQUIC_CWIN_INITIAL = "+def.Value, def.Pos))
 		} else {
-			out = append(out, x.Absent("macro PICOQUIC_CWIN_INITIAL"))
+			out.Append(x.Absent("macro PICOQUIC_CWIN_INITIAL"))
 		}
 		// An effective window of 10 × the negotiated send size: look for it.
 		var effective []syntax.Assign
-		for _, f := range x.Set {
-			for _, a := range f.Assigns("") {
-				if a.Target == "cwin" && strings.Contains(a.RHS, "send_mtu") && (strings.Contains(a.RHS, "10") || strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL")) {
-					effective = append(effective, a)
-				}
+		for _, a := range x.Assigns("") {
+			if a.Target == "cwin" && strings.Contains(a.RHS, "send_mtu") && (strings.Contains(a.RHS, "10") || strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL")) {
+				effective = append(effective, a)
 			}
 		}
 		if len(effective) > 0 {
 			a := effective[0]
-			if err := add(x.Constant(audit.ConstInitialWindow, "10*S", map[string]float64{"S": 1424}, "effective (10 x send size)", "cwin = "+a.RHS+" in "+a.Func, a.Pos)); err != nil {
-				return nil, err
-			}
+			out.Add(x.Constant(audit.ConstInitialWindow, "10*S", map[string]float64{"S": 1424}, "effective (10 x send size)", "cwin = "+a.RHS+" in "+a.Func, a.Pos))
 		} else if prov := picoProvisional(x, "effective"); prov != nil {
 			// Not in source: carry the study's observed value, marked as such.
 			f := x.Finding(audit.Unknown, "no cwin = 10 × send_mtu assignment in source; the study's effective window is carried, not audited")
@@ -496,52 +415,38 @@ var picoConstants = &query.Rule{
 			}
 			f.Constant = &audit.ConstantFinding{Expr: prov.Expr, Params: prov.Params, Value: v, Arithmetic: arith, Label: prov.Label,
 				Provenance: "study §6.2, observed; no source expression at " + x.Commit[:12]}
-			out = append(out, f)
+			out.Append(f)
 		}
 		// Floors: BBR's 2 × send_mtu (what a BBR loss cascade bottoms out at) and the macro.
 		var bbrFloor []syntax.Assign
-		for _, f := range x.Set {
-			for _, a := range f.Assigns("") {
-				if a.Target == "cwin" && strings.ReplaceAll(a.RHS, " ", "") == "2*path_x->send_mtu" {
-					bbrFloor = append(bbrFloor, a)
-				}
+		for _, a := range x.Assigns("") {
+			if a.Target == "cwin" && strings.ReplaceAll(a.RHS, " ", "") == "2*path_x->send_mtu" {
+				bbrFloor = append(bbrFloor, a)
 			}
 		}
 		if len(bbrFloor) > 0 {
 			a := bbrFloor[0]
-			if err := add(x.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": 1424}, "2 x send_mtu ("+a.Func+")", fmt.Sprintf("cwin = %s in %s (%s)", a.RHS, a.Func, query.Plural(len(bbrFloor), "site")), a.Pos)); err != nil {
-				return nil, err
-			}
+			out.Add(x.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": 1424}, "2 x send_mtu ("+a.Func+")", fmt.Sprintf("cwin = %s in %s (%s)", a.RHS, a.Func, query.Plural(len(bbrFloor), "site")), a.Pos))
 		}
 		if expr, def, ok := x.ExpandMacro("PICOQUIC_CWIN_MINIMUM"); ok {
-			f, err := x.Constant(audit.ConstMinWindow, expr, nil, "PICOQUIC_CWIN_MINIMUM", "PICOQUIC_CWIN_MINIMUM = "+def.Value+" (newreno, cubic, fastcc floors)", def.Pos)
-			if err != nil {
-				return nil, err
+			if f := out.Add(x.Constant(audit.ConstMinWindow, expr, nil, "PICOQUIC_CWIN_MINIMUM", "PICOQUIC_CWIN_MINIMUM = "+def.Value+" (newreno, cubic, fastcc floors)", def.Pos)); f != nil {
+				f.Constant.Alternative = len(bbrFloor) > 0
 			}
-			f.Constant.Alternative = len(bbrFloor) > 0
-			out = append(out, f)
 		}
 		if expr, def, ok := x.ExpandMacro("PICOQUIC_INITIAL_RTT"); ok {
-			if err := add(x.Constant(audit.ConstDefaultRTT, expr, nil, "PICOQUIC_INITIAL_RTT (µs)", "PICOQUIC_INITIAL_RTT = "+def.Value, def.Pos)); err != nil {
-				return nil, err
-			}
+			out.Add(x.Constant(audit.ConstDefaultRTT, expr, nil, "PICOQUIC_INITIAL_RTT (µs)", "PICOQUIC_INITIAL_RTT = "+def.Value, def.Pos))
 		}
 		// Loss factor: newreno halves ssthresh; reported for context only
 		// (the study's row has none: BBR applies no multiplicative decrease).
-		for _, f := range x.Set {
-			for _, a := range f.Assigns("picoquic_newreno_sim_notify") {
-				if a.Target == "ssthresh" && strings.HasSuffix(strings.ReplaceAll(a.RHS, " ", ""), "cwin/2") {
-					c, err := x.Constant(audit.ConstLossFactor, "0.5", nil, "newreno ssthresh = cwin / 2", "newreno only; BBR has no multiplicative decrease", a.Pos)
-					if err != nil {
-						return nil, err
-					}
+		for _, a := range x.Assigns("picoquic_newreno_sim_notify") {
+			if a.Target == "ssthresh" && strings.HasSuffix(strings.ReplaceAll(a.RHS, " ", ""), "cwin/2") {
+				if c := out.Add(x.Constant(audit.ConstLossFactor, "0.5", nil, "newreno ssthresh = cwin / 2", "newreno only; BBR has no multiplicative decrease", a.Pos)); c != nil {
 					c.Constant.Alternative = true
-					out = append(out, c)
-					break
 				}
+				break
 			}
 		}
-		return out, nil
+		return out.Result()
 	},
 }
 

@@ -21,7 +21,7 @@ var quicgoFiles = []string{"*.go", "internal/ackhandler/*.go", "internal/utils/*
 var quicgoMigratedPath = &query.Rule{
 	Name:     "quic-go/migrated-path",
 	Question: audit.Q1,
-	Files: quicgoFiles, Role: query.Both,
+	Files:    quicgoFiles, Role: query.Both,
 	Doc: "Counts live call sites of sentPacketHandler.MigratedPath (tests and mocks excluded), the role of " +
 		"each (an early exit for PerspectiveClient before the call makes it the server's reactive switch), and " +
 		"what MigratedPath does: a new congestion controller, RTT reset to DefaultInitialRTT.",
@@ -105,7 +105,7 @@ var quicgoMigratedPath = &query.Rule{
 var quicgoQ3 = &query.Rule{
 	Name:     "quic-go/q3-removal",
 	Question: audit.Q3,
-	Files: quicgoFiles, Role: query.Both,
+	Files:    quicgoFiles, Role: query.Both,
 	Needs: []query.Anchor{query.Func("MigratedPath")},
 	Doc: "MigratedPath declares every in-flight packet lost; DeclareLost sets the history slot to nil and the " +
 		"packet iterator skips nil slots, so a late ACK from the old path matches nothing.",
@@ -152,7 +152,7 @@ var quicgoQ3 = &query.Rule{
 var quicgoQ2 = &query.Rule{
 	Name:     "quic-go/q2-initial-rtt",
 	Question: audit.Q2,
-	Files: quicgoFiles, Role: query.Both,
+	Files:    quicgoFiles, Role: query.Both,
 	Needs: []query.Anchor{query.Func("ResetForPathMigration")},
 	Doc: "ResetForPathMigration takes no argument and stores DefaultInitialRTT; the path manager's initialRTT " +
 		"is read only to space PATH_CHALLENGE probes.",
@@ -193,8 +193,8 @@ var quicgoQ2 = &query.Rule{
 var quicgoConstants = &query.Rule{
 	Name:     "quic-go/constants",
 	Question: audit.ConstInitialWindow,
-	Files: quicgoFiles, Role: "",
-	Doc:      "initialCongestionWindow × the initial packet size, minCongestionWindowPackets, renoBeta, DefaultInitialRTT.",
+	Files:    quicgoFiles, Role: "",
+	Doc: "initialCongestionWindow × the initial packet size, minCongestionWindowPackets, renoBeta, DefaultInitialRTT.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		constVal := func(name string) (string, syntax.Def, bool) {
 			for _, d := range x.Set.Defs(name) {
@@ -204,7 +204,7 @@ var quicgoConstants = &query.Rule{
 			}
 			return "", syntax.Def{}, false
 		}
-		var out []audit.Finding
+		var out query.Findings
 		sVal, sDef, sOK := constVal("InitialPacketSize")
 		S, _ := query.Numeric(sVal)
 		if icw, d, ok := constVal("initialCongestionWindow"); ok && sOK {
@@ -214,34 +214,22 @@ var quicgoConstants = &query.Rule{
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, f)
+			out.Append(f)
 		} else {
-			out = append(out, x.Absent("const initialCongestionWindow / InitialPacketSize"))
+			out.Append(x.Absent("const initialCongestionWindow / InitialPacketSize"))
 		}
 		if mw, d, ok := constVal("minCongestionWindowPackets"); ok {
 			n, _ := query.Numeric(mw)
-			f, err := x.Constant(audit.ConstMinWindow, fmt.Sprintf("%s*S", query.FmtNum(n)), map[string]float64{"S": S}, "minCongestionWindowPackets x max datagram size", "minCongestionWindowPackets = "+mw, d.Pos)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
+			out.Add(x.Constant(audit.ConstMinWindow, fmt.Sprintf("%s*S", query.FmtNum(n)), map[string]float64{"S": S}, "minCongestionWindowPackets x max datagram size", "minCongestionWindowPackets = "+mw, d.Pos))
 		}
 		if b, d, ok := constVal("renoBeta"); ok {
-			f, err := x.Constant(audit.ConstLossFactor, b, nil, "renoBeta", "renoBeta = "+b+" (MigratedPath builds the sender in Reno mode)", d.Pos)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
+			out.Add(x.Constant(audit.ConstLossFactor, b, nil, "renoBeta", "renoBeta = "+b+" (MigratedPath builds the sender in Reno mode)", d.Pos))
 		}
 		if r, d, ok := constVal("DefaultInitialRTT"); ok {
 			expr := goDurationMicros(r)
-			f, err := x.Constant(audit.ConstDefaultRTT, expr, nil, "DefaultInitialRTT (µs)", "DefaultInitialRTT = "+r, d.Pos)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
+			out.Add(x.Constant(audit.ConstDefaultRTT, expr, nil, "DefaultInitialRTT (µs)", "DefaultInitialRTT = "+r, d.Pos))
 		}
-		return out, nil
+		return out.Result()
 	},
 }
 
@@ -250,4 +238,3 @@ func goDurationMicros(s string) string {
 	r := strings.NewReplacer("time.Microsecond", "1", "time.Millisecond", "1000", "time.Second", "1000000")
 	return strings.ReplaceAll(r.Replace(s), " ", "")
 }
-

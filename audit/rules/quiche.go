@@ -16,15 +16,12 @@ func init() {
 	query.Register("quiche", quicheDeadHook, quichePerPath, quicheQ2, quicheQ3, quicheConstants)
 }
 
-
 var quicheFiles = []string{"quiche/src/**/*.rs", "src/**/*.rs"} // src/: layouts before the workspace split
-
-
 
 var quicheDeadHook = &query.Rule{
 	Name:     "quiche/on-connection-migration",
 	Question: audit.Q1,
-	Files: quicheFiles, Role: "",
+	Files:    quicheFiles, Role: "",
 	Doc: "Counts implementations (with bodies), declarations and real call sites of on_connection_migration; " +
 		"a declared, implemented, never-called hook is INERT.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
@@ -78,7 +75,7 @@ var quicheDeadHook = &query.Rule{
 var quichePerPath = &query.Rule{
 	Name:     "quiche/per-path-recovery",
 	Question: audit.Q1,
-	Files: quicheFiles, Role: query.Both,
+	Files:    quicheFiles, Role: query.Both,
 	Doc: "Path::new initialises its own recovery with Recovery::new_with_config (the initial window); Path::new " +
 		"is called for every new peer address; the hook called on a path switch (on_path_change) runs loss " +
 		"detection on the old path and resets nothing.",
@@ -139,7 +136,7 @@ var quichePerPath = &query.Rule{
 var quicheQ2 = &query.Rule{
 	Name:     "quiche/q2-initial-rtt",
 	Question: audit.Q2,
-	Files: quicheFiles, Role: query.Both,
+	Files:    quicheFiles, Role: query.Both,
 	Doc: "What Path::on_response_received (PATH_RESPONSE) does: no RTT call or assignment; the new path's " +
 		"Recovery starts from the configured initial_rtt.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
@@ -189,8 +186,8 @@ var quicheQ2 = &query.Rule{
 var quicheQ3 = &query.Rule{
 	Name:     "quiche/q3-per-path",
 	Question: audit.Q3,
-	Files: quicheFiles, Role: query.Both,
-	Doc:      "Which structs hold a Recovery field: only Path means every ACK feeds the estimator of the path its packet was sent on.",
+	Files:    quicheFiles, Role: query.Both,
+	Doc: "Which structs hold a Recovery field: only Path means every ACK feeds the estimator of the path its packet was sent on.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		var owners []string
 		f := x.Finding(audit.Yes, "")
@@ -220,7 +217,7 @@ var quicheQ3 = &query.Rule{
 var quicheConstants = &query.Rule{
 	Name:     "quiche/constants",
 	Question: audit.ConstInitialWindow,
-	Files: quicheFiles, Role: "",
+	Files:    quicheFiles, Role: "",
 	Doc: "Congestion::from_config's initial window (max_send_udp_payload_size × initial_congestion_window_packets) with the " +
 		"defaults, MINIMUM_WINDOW_PACKETS, the default algorithm's loss factor (CUBIC: BETA_CUBIC), DEFAULT_INITIAL_RTT.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
@@ -233,7 +230,7 @@ var quicheConstants = &query.Rule{
 			}
 			return 0, syntax.Def{}, false
 		}
-		var out []audit.Finding
+		var out query.Findings
 		S, sDef, sOK := constOf("MAX_SEND_UDP_PAYLOAD_SIZE")
 		N, nDef, nOK := constOf("DEFAULT_INITIAL_CONGESTION_WINDOW_PACKETS")
 		var initA *syntax.Assign
@@ -251,54 +248,38 @@ var quicheConstants = &query.Rule{
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, f)
+			out.Append(f)
 		} else {
-			out = append(out, x.Absent("Congestion::from_config initial window / its defaults"))
+			out.Append(x.Absent("Congestion::from_config initial window / its defaults"))
 		}
 		if m, d, ok := constOf("MINIMUM_WINDOW_PACKETS"); ok && sOK {
-			f, err := x.Constant(audit.ConstMinWindow, query.FmtNum(m)+"*S", map[string]float64{"S": S}, "MINIMUM_WINDOW_PACKETS x max datagram size", "MINIMUM_WINDOW_PACKETS = "+d.Value, d.Pos)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
+			out.Add(x.Constant(audit.ConstMinWindow, query.FmtNum(m)+"*S", map[string]float64{"S": S}, "MINIMUM_WINDOW_PACKETS x max datagram size", "MINIMUM_WINDOW_PACKETS = "+d.Value, d.Pos))
 		}
 		// The default algorithm decides the loss factor.
 		algo := ""
-		for _, fl := range x.Set {
-			for _, a := range fl.Assigns("") {
-				if a.Target == "cc_algorithm" && a.Op == "field" && strings.Contains(a.RHS, "CongestionControlAlgorithm::") && !a.Test {
-					algo = lastWord(a.RHS)
-				}
+		for _, a := range x.Assigns("") {
+			if a.Target == "cc_algorithm" && a.Op == "field" && strings.Contains(a.RHS, "CongestionControlAlgorithm::") && !a.Test {
+				algo = lastWord(a.RHS)
 			}
 		}
 		if b, d, ok := constOf("BETA_CUBIC"); ok {
-			f, err := x.Constant(audit.ConstLossFactor, query.FmtNum(b), nil, "BETA_CUBIC", "default algorithm "+algo+": BETA_CUBIC = "+d.Value, d.Pos)
-			if err != nil {
-				return nil, err
+			if f := out.Add(x.Constant(audit.ConstLossFactor, query.FmtNum(b), nil, "BETA_CUBIC", "default algorithm "+algo+": BETA_CUBIC = "+d.Value, d.Pos)); f != nil {
+				f.Constant.Alternative = !strings.EqualFold(algo, "cubic")
 			}
-			f.Constant.Alternative = !strings.EqualFold(algo, "cubic")
-			out = append(out, f)
 		}
 		if b, d, ok := constOf("LOSS_REDUCTION_FACTOR"); ok {
-			f, err := x.Constant(audit.ConstLossFactor, query.FmtNum(b), nil, "LOSS_REDUCTION_FACTOR (Reno)", "Reno: LOSS_REDUCTION_FACTOR = "+d.Value, d.Pos)
-			if err != nil {
-				return nil, err
+			if f := out.Add(x.Constant(audit.ConstLossFactor, query.FmtNum(b), nil, "LOSS_REDUCTION_FACTOR (Reno)", "Reno: LOSS_REDUCTION_FACTOR = "+d.Value, d.Pos)); f != nil {
+				f.Constant.Alternative = !strings.EqualFold(algo, "reno")
 			}
-			f.Constant.Alternative = !strings.EqualFold(algo, "reno")
-			out = append(out, f)
 		}
 		for _, d := range append(query.LiveDefs(x.Set.Defs("DEFAULT_INITIAL_RTT")), query.LiveDefs(x.Set.Defs("INITIAL_RTT"))...) {
 			if d.Kind == syntax.DefConst && strings.Contains(d.Value, "Duration::") {
 				expr := rustDurationMicros(d.Value)
-				f, err := x.Constant(audit.ConstDefaultRTT, expr, nil, d.Name+" (µs)", d.Name+" = "+d.Value, d.Pos)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, f)
+				out.Add(x.Constant(audit.ConstDefaultRTT, expr, nil, d.Name+" (µs)", d.Name+" = "+d.Value, d.Pos))
 				break
 			}
 		}
-		return out, nil
+		return out.Result()
 	},
 }
 

@@ -24,29 +24,7 @@ const (
 
 var qlyFiles = []string{qlyC, qlyReno, "lib/defaults.c", "include/quicly/cc.h", "include/quicly/loss.h", "include/quicly/defaults.h", "include/quicly/constants.h"}
 
-func init() {
-	query.Register("quicly",
-		&query.Rule{Name: "quicly/q1", Question: audit.Q1, Role: query.Both,
-			Doc:    "promote_path (server): cc_init re-initialisation and quicly_rtt_init seeded with min(old srtt, default); client: no path switch at all.",
-			Files:  qlyFiles,
-			Decide: qlyQ1},
-		&query.Rule{Name: "quicly/q2", Question: audit.Q2, Role: query.Both,
-			Doc:    "Is the path-challenge round trip used (promote_path's TODO)?",
-			Files:  qlyFiles,
-			Needs:  []query.Anchor{query.FuncIn(qlyC, "promote_path", "")},
-			Decide: qlyQ2},
-		&query.Rule{Name: "quicly/q3", Question: audit.Q3, Role: query.Both,
-			Doc:    "pn_path_start watermark guards and the loss-marking of in-flight packets at promotion.",
-			Files:  qlyFiles,
-			Needs:  []query.Anchor{query.FuncIn(qlyC, "promote_path", ""), query.FuncIn(qlyC, "handle_ack_frame", ""), query.FuncIn(qlyC, "notify_congestion_to_cc", "")},
-			Decide: qlyQ3},
-		&query.Rule{Name: "quicly/constants", Question: audit.ConstInitialWindow, Role: query.Both,
-			Doc:    "Reno (default) quicly_cc_calc_initial_cwnd(initcwnd_packets, max_udp_payload_size), QUICLY_MIN_CWND, QUICLY_RENO_BETA, QUICLY_DEFAULT_INITIAL_RTT.",
-			Files:  qlyFiles,
-			Needs:  []query.Anchor{query.FuncIn(qlyReno, "quicly_cc_calc_initial_cwnd", ""), query.FuncIn(qlyReno, "quicly_cc_reno_on_lost", ""), query.FuncIn(qlyC, "promote_path", "")},
-			Decide: qlyConstants},
-	)
-}
+func init() { query.Register("quicly", qlyQ1, qlyQ2, qlyQ3, qlyConstants) }
 
 func qlyObserving(x *query.Code) (query.Verdict, bool) {
 	v := query.Verdict{}
@@ -130,197 +108,216 @@ func qlyMigrating(x *query.Code) (query.Verdict, bool) {
 	return v, true
 }
 
-func qlyQ1(x *query.Code) ([]audit.Finding, error) {
-	o, ok1 := qlyObserving(x)
-	m, ok2 := qlyMigrating(x)
-	if !ok1 || !ok2 {
-		return x.Absence()
-	}
-	fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
-	out := []audit.Finding{fm, fo, x.Combined(audit.Q1, fm, fo)}
-	pp := x.Opt(query.FuncIn(qlyC, "promote_path", ""))
-	out = append(out, x.Hook("promote_path", "the path switch that resets CC and RTT", []syntax.Def{pp},
-		query.Filter(x.File(qlyC).Calls("promote_path"), func(c syntax.Call) bool { return c.Func != "promote_path" })))
-	return out, nil
+var qlyQ1 = &query.Rule{
+	Name: "quicly/q1", Question: audit.Q1, Role: query.Both, Files: qlyFiles,
+	Doc: "promote_path (server): cc_init re-initialisation and quicly_rtt_init seeded with min(old srtt, default); client: no path switch at all.",
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		o, ok1 := qlyObserving(x)
+		m, ok2 := qlyMigrating(x)
+		if !ok1 || !ok2 {
+			return x.Absence()
+		}
+		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
+		out := x.PerRole(audit.Q1, fm, fo)
+		pp := x.Opt(query.FuncIn(qlyC, "promote_path", ""))
+		out = append(out, x.Hook("promote_path", "the path switch that resets CC and RTT", []syntax.Def{pp},
+			query.Filter(x.File(qlyC).Calls("promote_path"), func(c syntax.Call) bool { return c.Func != "promote_path" })))
+		return out, nil
+	},
 }
 
-func qlyQ2(x *query.Code) ([]audit.Finding, error) {
-	pp := x.Def(query.FuncIn(qlyC, "promote_path", ""))
-	v := query.Verdict{}
-	todo := x.CommentsIn(qlyC, pp.Line, pp.EndLine, "TODO", "path challenge")
-	for _, c := range todo {
-		v.Add(x.Evidence(c.Pos, "comment", query.OneLine(c.Context)))
-	}
-	if c, ok := x.CallIn(pp, "quicly_rtt_init"); ok {
-		v.Add(x.Evidence(c.Pos, "call", "seed: "+c.Args[len(c.Args)-1].Text))
-	}
-	if len(todo) > 0 {
-		v.Answer = audit.No
-		v.Mechanism = "the new path's RTT is seeded from the old SRTT or the default; using the path-challenge round trip is an explicit TODO in promote_path"
-	} else if len(x.Touches(pp, "path_challenge")) > 0 {
-		v.Answer, v.Mechanism = audit.Yes, "promote_path uses path challenge timing"
-	} else {
-		v.Answer, v.Mechanism = audit.No, "the path-challenge round trip is not used"
-	}
-	return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
+var qlyQ2 = &query.Rule{
+	Name: "quicly/q2", Question: audit.Q2, Role: query.Both, Files: qlyFiles,
+	Doc:   "Is the path-challenge round trip used (promote_path's TODO)?",
+	Needs: []query.Anchor{query.FuncIn(qlyC, "promote_path", "")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		pp := x.Def(query.FuncIn(qlyC, "promote_path", ""))
+		v := query.Verdict{}
+		todo := x.CommentsIn(qlyC, pp.Line, pp.EndLine, "TODO", "path challenge")
+		for _, c := range todo {
+			v.Add(x.Evidence(c.Pos, "comment", query.OneLine(c.Context)))
+		}
+		if c, ok := x.CallIn(pp, "quicly_rtt_init"); ok {
+			v.Add(x.Evidence(c.Pos, "call", "seed: "+c.Args[len(c.Args)-1].Text))
+		}
+		if len(todo) > 0 {
+			v.Answer = audit.No
+			v.Mechanism = "the new path's RTT is seeded from the old SRTT or the default; using the path-challenge round trip is an explicit TODO in promote_path"
+		} else if len(x.Touches(pp, "path_challenge")) > 0 {
+			v.Answer, v.Mechanism = audit.Yes, "promote_path uses path challenge timing"
+		} else {
+			v.Answer, v.Mechanism = audit.No, "the path-challenge round trip is not used"
+		}
+		return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
+	},
 }
 
-func qlyQ3(x *query.Code) ([]audit.Finding, error) {
-	pp := x.Def(query.FuncIn(qlyC, "promote_path", ""))
-	ack := x.Def(query.FuncIn(qlyC, "handle_ack_frame", ""))
-	ncc := x.Def(query.FuncIn(qlyC, "notify_congestion_to_cc", ""))
-	wm, okW := x.AssignIn(pp, "pn_path_start", "packet_number")
-	var wmEv []audit.Evidence
-	if okW {
-		wmEv = append(wmEv, x.Evidence(wm.Pos, "assignment", wm.LHS+" = "+wm.RHS+" (watermark set at promotion)"))
-	}
-	gate := func(name, why string, def syntax.Def) query.Aspect {
-		var ev []audit.Evidence
-		for _, c := range x.Conds(def) {
-			if strings.Contains(c.Text, "pn_path_start") {
-				ev = append(ev, x.Evidence(c.Pos, "guard", c.Text))
+var qlyQ3 = &query.Rule{
+	Name: "quicly/q3", Question: audit.Q3, Role: query.Both, Files: qlyFiles,
+	Doc:   "pn_path_start watermark guards and the loss-marking of in-flight packets at promotion.",
+	Needs: []query.Anchor{query.FuncIn(qlyC, "promote_path", ""), query.FuncIn(qlyC, "handle_ack_frame", ""), query.FuncIn(qlyC, "notify_congestion_to_cc", "")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		pp := x.Def(query.FuncIn(qlyC, "promote_path", ""))
+		ack := x.Def(query.FuncIn(qlyC, "handle_ack_frame", ""))
+		ncc := x.Def(query.FuncIn(qlyC, "notify_congestion_to_cc", ""))
+		wm, okW := x.AssignIn(pp, "pn_path_start", "packet_number")
+		var wmEv []audit.Evidence
+		if okW {
+			wmEv = append(wmEv, x.Evidence(wm.Pos, "assignment", wm.LHS+" = "+wm.RHS+" (watermark set at promotion)"))
+		}
+		gate := func(name, why string, def syntax.Def) query.Aspect {
+			var ev []audit.Evidence
+			for _, c := range x.Conds(def) {
+				if strings.Contains(c.Text, "pn_path_start") {
+					ev = append(ev, x.Evidence(c.Pos, "guard", c.Text))
+				}
 			}
+			if len(ev) > 0 && okW {
+				return query.Aspect{Name: name, Answer: audit.Yes, Why: why, Ev: append(ev, wmEv...)}
+			}
+			return query.Aspect{Name: name, Answer: audit.No, Why: "no pn_path_start gate in " + def.Name, Ev: nil}
 		}
-		if len(ev) > 0 && okW {
-			return query.Aspect{Name: name, Answer: audit.Yes, Why: why, Ev: append(ev, wmEv...)}
+		var as []query.Aspect
+		a := gate("rtt", "largest_newly_acked (the RTT sample) is taken only from packets at or above pn_path_start", ack)
+		as = append(as, a)
+		g := gate("growth", "acked bytes count towards the window only for packets at or above pn_path_start", ack)
+		as = append(as, g)
+		as = append(as, gate("loss", "cc_on_lost is called only for lost packets at or above pn_path_start", ncc))
+		// in flight: promote_path declares every sentmap packet lost (QUICLY_SENTMAP_EVENT_PTO).
+		if c, ok := x.CallIn(pp, "quicly_sentmap_update", "QUICLY_SENTMAP_EVENT_PTO"); ok {
+			ev := []audit.Evidence{x.Evidence(c.Pos, "call", "every packet still in flight is marked lost at promotion")}
+			for _, cm := range x.CommentsIn(qlyC, pp.Line, c.Line, "mark all packets as lost") {
+				ev = append(ev, x.Evidence(cm.Pos, "comment", query.OneLine(cm.Context)))
+			}
+			as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "old-path packets leave bytes in flight at promotion (declared lost), like quic-go", Ev: ev})
+		} else {
+			as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "in-flight packets not removed at promotion", Ev: nil})
 		}
-		return query.Aspect{Name: name, Answer: audit.No, Why: "no pn_path_start gate in " + def.Name, Ev: nil}
-	}
-	var as []query.Aspect
-	a := gate("rtt", "largest_newly_acked (the RTT sample) is taken only from packets at or above pn_path_start", ack)
-	as = append(as, a)
-	g := gate("growth", "acked bytes count towards the window only for packets at or above pn_path_start", ack)
-	as = append(as, g)
-	as = append(as, gate("loss", "cc_on_lost is called only for lost packets at or above pn_path_start", ncc))
-	// in flight: promote_path declares every sentmap packet lost (QUICLY_SENTMAP_EVENT_PTO).
-	if c, ok := x.CallIn(pp, "quicly_sentmap_update", "QUICLY_SENTMAP_EVENT_PTO"); ok {
-		ev := []audit.Evidence{x.Evidence(c.Pos, "call", "every packet still in flight is marked lost at promotion")}
-		for _, cm := range x.CommentsIn(qlyC, pp.Line, c.Line, "mark all packets as lost") {
-			ev = append(ev, x.Evidence(cm.Pos, "comment", query.OneLine(cm.Context)))
+		of, aux := x.Q3(query.Observing, "packet-number watermark pn_path_start (set in promote_path) plus loss-marking of everything in flight at promotion", as)
+		m, ok := qlyMigrating(x)
+		if !ok {
+			return x.Absence()
 		}
-		as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "old-path packets leave bytes in flight at promotion (declared lost), like quic-go", Ev: ev})
-	} else {
-		as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "in-flight packets not removed at promotion", Ev: nil})
-	}
-	of, aux := x.Q3(query.Observing, "packet-number watermark pn_path_start (set in promote_path) plus loss-marking of everything in flight at promotion", as)
-	m, ok := qlyMigrating(x)
-	if !ok {
-		return x.Absence()
-	}
-	m.Mechanism = "a client never promotes a path, so no watermark is set when its own address changes"
-	fm := x.RoleFinding(audit.Q3, query.Migrating, m)
-	return append([]audit.Finding{fm, of, x.Combined(audit.Q3, fm, of)}, aux...), nil
+		m.Mechanism = "a client never promotes a path, so no watermark is set when its own address changes"
+		fm := x.RoleFinding(audit.Q3, query.Migrating, m)
+		return append(x.PerRole(audit.Q3, fm, of), aux...), nil
+	},
 }
 
-func qlyConstants(x *query.Code) ([]audit.Finding, error) {
-	calc := x.Def(query.FuncIn(qlyReno, "quicly_cc_calc_initial_cwnd", ""))
-	lost := x.Def(query.FuncIn(qlyReno, "quicly_cc_reno_on_lost", ""))
-	pp := x.Def(query.FuncIn(qlyC, "promote_path", ""))
-	df := x.File("lib/defaults.c")
-	if df == nil {
-		return x.Absence()
-	}
-	field := func(name string) (syntax.Assign, bool) {
-		for _, a := range df.Assigns("") {
-			if a.Func == "" && strings.TrimPrefix(a.LHS, ".") == name {
-				return a, true
+var qlyConstants = &query.Rule{
+	Name: "quicly/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: qlyFiles,
+	Doc:   "Reno (default) quicly_cc_calc_initial_cwnd(initcwnd_packets, max_udp_payload_size), QUICLY_MIN_CWND, QUICLY_RENO_BETA, QUICLY_DEFAULT_INITIAL_RTT.",
+	Needs: []query.Anchor{query.FuncIn(qlyReno, "quicly_cc_calc_initial_cwnd", ""), query.FuncIn(qlyReno, "quicly_cc_reno_on_lost", ""), query.FuncIn(qlyC, "promote_path", "")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		calc := x.Def(query.FuncIn(qlyReno, "quicly_cc_calc_initial_cwnd", ""))
+		lost := x.Def(query.FuncIn(qlyReno, "quicly_cc_reno_on_lost", ""))
+		pp := x.Def(query.FuncIn(qlyC, "promote_path", ""))
+		df := x.File("lib/defaults.c")
+		if df == nil {
+			return x.Absence()
+		}
+		field := func(name string) (syntax.Assign, bool) {
+			for _, a := range df.Assigns("") {
+				if a.Func == "" && strings.TrimPrefix(a.LHS, ".") == name {
+					return a, true
+				}
 			}
+			x.Missing("quicly_spec_context." + name)
+			return syntax.Assign{}, false
 		}
-		x.Missing("quicly_spec_context." + name)
-		return syntax.Assign{}, false
-	}
-	icw, ok4 := field("initcwnd_packets")
-	mus, ok5 := field("initial_egress_max_udp_payload_size")
-	icc, ok6 := field("init_cc")
-	lossConf, ok7 := field("loss")
-	if !ok4 || !ok5 || !ok6 || !ok7 {
-		return x.Absence()
-	}
-	ni, err := x.Resolver(nil).Eval(icw.RHS)
-	if err != nil {
-		return nil, err
-	}
-	s, err := x.Resolver(nil).Eval(mus.RHS)
-	if err != nil {
-		return nil, err
-	}
-	mtuMax, okM := x.AssignIn(calc, "mtu_max", "")
-	if !okM {
-		x.Missing("mtu_max in quicly_cc_calc_initial_cwnd")
-		return x.Absence()
-	}
-	common := []audit.Evidence{x.Evidence(icw.Pos, "setting", "initcwnd_packets = "+icw.RHS), x.Evidence(mus.Pos, "setting", "initial_egress_max_udp_payload_size = "+mus.RHS),
-		x.Evidence(icc.Pos, "setting", "init_cc = "+icc.RHS)}
-	if pos, ok := x.LineWith("include/quicly/defaults.h", 1, "#define quicly_default_init_cc"); ok {
-		common = append(common, x.Evidence(pos, "setting", "default controller"))
-	}
-	if c, ok := x.CallIn(pp, "quicly_cc_calc_initial_cwnd"); ok {
-		common = append(common, x.Evidence(c.Pos, "call", "the same window is assigned by the reset in promote_path"))
-	}
-	// quicly_cc_calc_initial_cwnd: `if (max_packets < QUICLY_MIN_CWND) max_packets = QUICLY_MIN_CWND;`,
-	// `if (max_udp_payload_size > mtu_max) max_udp_payload_size = mtu_max;`, then their product:
-	// max(max_packets, QUICLY_MIN_CWND) * min(max_udp_payload_size, mtu_max). Each piece is checked.
-	c1, okC1 := x.CondIn(calc, "max_packets < QUICLY_MIN_CWND")
-	c2, okC2 := x.CondIn(calc, "max_udp_payload_size > mtu_max")
-	prod, okP := x.AssignIn(calc, "cwnd_bytes", "max_packets", "max_udp_payload_size")
-	if !okC1 || !okC2 || !okP {
-		x.Missing("filters and product in quicly_cc_calc_initial_cwnd")
-		return x.Absence()
-	}
-	common = append(common, x.Evidence(c1.Pos, "guard", c1.Text), x.Evidence(c2.Pos, "guard", c2.Text))
-	par := map[string]query.Param{"max_packets": {Name: "initcwnd_packets", Default: ni}, "max_udp_payload_size": {Name: "S", Default: s}, "mtu_max": {Name: "mtu_max", Default: 0}}
-	mm, err := x.Resolver(nil).Eval(mtuMax.RHS)
-	if err != nil {
-		return nil, err
-	}
-	par["mtu_max"] = query.Param{Name: "mtu_max", Default: mm}
-	var out []audit.Finding
-	f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, "max(max_packets, QUICLY_MIN_CWND) * min(max_udp_payload_size, mtu_max)",
-		prod.Pos, "quicly_cc_calc_initial_cwnd(initcwnd_packets, max_udp_payload_size)",
-		"the filters and product of quicly_cc_calc_initial_cwnd; S = egress max_udp_payload_size (initially initial_egress_max_udp_payload_size; a server raises it to the client's Initial datagram size, at most 1472)", false)
-	if err != nil {
-		return nil, err
-	}
-	f.Evidence = query.Dedupe(append(f.Evidence, append(common, x.Evidence(mtuMax.Pos, "definition", "mtu_max = "+mtuMax.RHS))...))
-	out = append(out, f)
-	floor, okF := x.AssignIn(lost, "cwnd", "QUICLY_MIN_CWND")
-	if okF {
-		f, err = x.Resolver(map[string]query.Param{"max_udp_payload_size": {Name: "S", Default: s}}).Constant(audit.ConstMinWindow, floor.RHS, floor.Pos, "QUICLY_MIN_CWND * max_udp_payload_size", "floor of the Reno loss reduction", false)
+		icw, ok4 := field("initcwnd_packets")
+		mus, ok5 := field("initial_egress_max_udp_payload_size")
+		icc, ok6 := field("init_cc")
+		lossConf, ok7 := field("loss")
+		if !ok4 || !ok5 || !ok6 || !ok7 {
+			return x.Absence()
+		}
+		ni, err := x.Resolver(nil).Eval(icw.RHS)
 		if err != nil {
 			return nil, err
 		}
+		s, err := x.Resolver(nil).Eval(mus.RHS)
+		if err != nil {
+			return nil, err
+		}
+		mtuMax, okM := x.AssignIn(calc, "mtu_max", "")
+		if !okM {
+			x.Missing("mtu_max in quicly_cc_calc_initial_cwnd")
+			return x.Absence()
+		}
+		common := []audit.Evidence{x.Evidence(icw.Pos, "setting", "initcwnd_packets = "+icw.RHS), x.Evidence(mus.Pos, "setting", "initial_egress_max_udp_payload_size = "+mus.RHS),
+			x.Evidence(icc.Pos, "setting", "init_cc = "+icc.RHS)}
+		if pos, ok := x.LineWith("include/quicly/defaults.h", 1, "#define quicly_default_init_cc"); ok {
+			common = append(common, x.Evidence(pos, "setting", "default controller"))
+		}
+		if c, ok := x.CallIn(pp, "quicly_cc_calc_initial_cwnd"); ok {
+			common = append(common, x.Evidence(c.Pos, "call", "the same window is assigned by the reset in promote_path"))
+		}
+		// quicly_cc_calc_initial_cwnd: `if (max_packets < QUICLY_MIN_CWND) max_packets = QUICLY_MIN_CWND;`,
+		// `if (max_udp_payload_size > mtu_max) max_udp_payload_size = mtu_max;`, then their product:
+		// max(max_packets, QUICLY_MIN_CWND) * min(max_udp_payload_size, mtu_max). Each piece is checked.
+		c1, okC1 := x.CondIn(calc, "max_packets < QUICLY_MIN_CWND")
+		c2, okC2 := x.CondIn(calc, "max_udp_payload_size > mtu_max")
+		prod, okP := x.AssignIn(calc, "cwnd_bytes", "max_packets", "max_udp_payload_size")
+		if !okC1 || !okC2 || !okP {
+			x.Missing("filters and product in quicly_cc_calc_initial_cwnd")
+			return x.Absence()
+		}
+		common = append(common, x.Evidence(c1.Pos, "guard", c1.Text), x.Evidence(c2.Pos, "guard", c2.Text))
+		par := map[string]query.Param{"max_packets": {Name: "initcwnd_packets", Default: ni}, "max_udp_payload_size": {Name: "S", Default: s}, "mtu_max": {Name: "mtu_max", Default: 0}}
+		mm, err := x.Resolver(nil).Eval(mtuMax.RHS)
+		if err != nil {
+			return nil, err
+		}
+		par["mtu_max"] = query.Param{Name: "mtu_max", Default: mm}
+		var out []audit.Finding
+		f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, "max(max_packets, QUICLY_MIN_CWND) * min(max_udp_payload_size, mtu_max)",
+			prod.Pos, "quicly_cc_calc_initial_cwnd(initcwnd_packets, max_udp_payload_size)",
+			"the filters and product of quicly_cc_calc_initial_cwnd; S = egress max_udp_payload_size (initially initial_egress_max_udp_payload_size; a server raises it to the client's Initial datagram size, at most 1472)", false)
+		if err != nil {
+			return nil, err
+		}
+		f.Evidence = query.Dedupe(append(f.Evidence, append(common, x.Evidence(mtuMax.Pos, "definition", "mtu_max = "+mtuMax.RHS))...))
 		out = append(out, f)
-	} else {
-		x.Missing("floor in quicly_cc_reno_on_lost")
-	}
-	red, okR := x.AssignIn(lost, "cwnd", "QUICLY_RENO_BETA")
-	if okR {
-		// cc->cwnd *= cc->ssthresh == UINT32_MAX ? 0.5 : QUICLY_RENO_BETA
-		f, err = x.Resolver(nil).Constant(audit.ConstLossFactor, "QUICLY_RENO_BETA", red.Pos, "QUICLY_RENO_BETA (after the first loss)", "cwnd *= ssthresh == UINT32_MAX ? 0.5 : QUICLY_RENO_BETA", false)
-		if err != nil {
-			return nil, err
+		floor, okF := x.AssignIn(lost, "cwnd", "QUICLY_MIN_CWND")
+		if okF {
+			f, err = x.Resolver(map[string]query.Param{"max_udp_payload_size": {Name: "S", Default: s}}).Constant(audit.ConstMinWindow, floor.RHS, floor.Pos, "QUICLY_MIN_CWND * max_udp_payload_size", "floor of the Reno loss reduction", false)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		} else {
+			x.Missing("floor in quicly_cc_reno_on_lost")
 		}
-		f.Detail = "source expression: " + red.RHS + "; the first loss out of slow start halves the window (0.5), later losses apply QUICLY_RENO_BETA"
-		out = append(out, f)
-		alt, err := x.Resolver(nil).Constant(audit.ConstLossFactor, "0.5", red.Pos, "first loss out of slow start (ssthresh == UINT32_MAX)", "without HyStart++ quicly halves on the first loss", true)
-		if err != nil {
-			return nil, err
+		red, okR := x.AssignIn(lost, "cwnd", "QUICLY_RENO_BETA")
+		if okR {
+			// cc->cwnd *= cc->ssthresh == UINT32_MAX ? 0.5 : QUICLY_RENO_BETA
+			f, err = x.Resolver(nil).Constant(audit.ConstLossFactor, "QUICLY_RENO_BETA", red.Pos, "QUICLY_RENO_BETA (after the first loss)", "cwnd *= ssthresh == UINT32_MAX ? 0.5 : QUICLY_RENO_BETA", false)
+			if err != nil {
+				return nil, err
+			}
+			f.Detail = "source expression: " + red.RHS + "; the first loss out of slow start halves the window (0.5), later losses apply QUICLY_RENO_BETA"
+			out = append(out, f)
+			alt, err := x.Resolver(nil).Constant(audit.ConstLossFactor, "0.5", red.Pos, "first loss out of slow start (ssthresh == UINT32_MAX)", "without HyStart++ quicly halves on the first loss", true)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, alt)
+		} else {
+			x.Missing("reduction in quicly_cc_reno_on_lost")
 		}
-		out = append(out, alt)
-	} else {
-		x.Missing("reduction in quicly_cc_reno_on_lost")
-	}
-	// default RTT: QUICLY_LOSS_SPEC_CONF's initial_rtt field is QUICLY_DEFAULT_INITIAL_RTT (ms).
-	if d, ok := x.Const("QUICLY_DEFAULT_INITIAL_RTT"); ok {
-		f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, "QUICLY_DEFAULT_INITIAL_RTT * 1000", d.Pos, "QUICLY_DEFAULT_INITIAL_RTT (ms → µs)", "loss = "+lossConf.RHS+" (QUICLY_LOSS_SPEC_CONF initial_rtt)", false)
-		if err != nil {
-			return nil, err
+		// default RTT: QUICLY_LOSS_SPEC_CONF's initial_rtt field is QUICLY_DEFAULT_INITIAL_RTT (ms).
+		if d, ok := x.Const("QUICLY_DEFAULT_INITIAL_RTT"); ok {
+			f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, "QUICLY_DEFAULT_INITIAL_RTT * 1000", d.Pos, "QUICLY_DEFAULT_INITIAL_RTT (ms → µs)", "loss = "+lossConf.RHS+" (QUICLY_LOSS_SPEC_CONF initial_rtt)", false)
+			if err != nil {
+				return nil, err
+			}
+			f.Evidence = append(f.Evidence, x.Evidence(lossConf.Pos, "setting", "loss = "+lossConf.RHS))
+			if pos, ok := x.LineWith("include/quicly/loss.h", 1, "QUICLY_DEFAULT_INITIAL_RTT,"); ok {
+				f.Evidence = append(f.Evidence, x.Evidence(pos, "setting", "QUICLY_LOSS_SPEC_CONF initial_rtt"))
+			}
+			out = append(out, f)
 		}
-		f.Evidence = append(f.Evidence, x.Evidence(lossConf.Pos, "setting", "loss = "+lossConf.RHS))
-		if pos, ok := x.LineWith("include/quicly/loss.h", 1, "QUICLY_DEFAULT_INITIAL_RTT,"); ok {
-			f.Evidence = append(f.Evidence, x.Evidence(pos, "setting", "QUICLY_LOSS_SPEC_CONF initial_rtt"))
-		}
-		out = append(out, f)
-	}
-	return out, nil
+		return out, nil
+	},
 }

@@ -25,29 +25,7 @@ var quinnFiles = []string{
 	"quinn-proto/src/congestion/cubic.rs", "quinn-proto/src/lib.rs", "quinn/src/*.rs",
 }
 
-func init() {
-	query.Register("quinn",
-		&query.Rule{Name: "quinn/q1", Question: audit.Q1, Role: query.Both,
-			Doc:    "Per role: does a migration build fresh RTT/CC state (PathData::new) or keep it (from_previous, Rebind)? Also the public path_changed() hook and its call sites.",
-			Files:  quinnFiles,
-			Decide: quinnQ1},
-		&query.Rule{Name: "quinn/q2", Question: audit.Q2, Role: query.Both,
-			Doc:    "Does the PATH_RESPONSE handler touch the RTT estimator?",
-			Files:  quinnFiles,
-			Needs:  []query.Anchor{query.FuncIn(quinnConn, "process_payload", "")},
-			Decide: quinnQ2},
-		&query.Rule{Name: "quinn/q3", Question: audit.Q3, Role: query.Both,
-			Doc:    "Which of RTT, congestion growth, loss reduction and bytes in flight are gated by the packet's path generation?",
-			Files:  quinnFiles,
-			Needs:  []query.Anchor{query.FuncIn(quinnPaths, "remove_in_flight", "PathData"), query.FuncIn(quinnConn, "on_packet_acked", ""), query.FuncIn(quinnConn, "on_ack_received", ""), query.FuncIn(quinnConn, "detect_lost_packets", "")},
-			Decide: quinnQ3},
-		&query.Rule{Name: "quinn/constants", Question: audit.ConstInitialWindow, Role: query.Both,
-			Doc:    "Cubic (the default controller) initial and minimum window, BETA_CUBIC, default initial RTT.",
-			Files:  quinnFiles,
-			Needs:  []query.Anchor{query.FuncIn("quinn-proto/src/congestion/cubic.rs", "default", "CubicConfig"), query.FuncIn("quinn-proto/src/congestion/cubic.rs", "minimum_window", "Cubic"), query.FuncIn("quinn-proto/src/config/transport.rs", "default", "TransportConfig")},
-			Decide: quinnConstants},
-	)
-}
+func init() { query.Register("quinn", quinnQ1, quinnQ2, quinnQ3, quinnConstants) }
 
 // quinnObserving: Connection::migrate at the server.
 func quinnObserving(x *query.Code) (query.Verdict, bool) {
@@ -137,165 +115,184 @@ func quinnMigrating(x *query.Code) (query.Verdict, bool) {
 	return v, true
 }
 
-func quinnQ1(x *query.Code) ([]audit.Finding, error) {
-	obs, ok1 := quinnObserving(x)
-	mig, ok2 := quinnMigrating(x)
-	reset, ok3 := x.Find(query.FuncIn(quinnPaths, "reset", "PathData"))
-	if !ok1 || !ok2 || !ok3 {
-		return x.Absence()
-	}
-	fo := x.RoleFinding(audit.Q1, query.Observing, obs)
-	fm := x.RoleFinding(audit.Q1, query.Migrating, mig)
-	out := []audit.Finding{fm, fo, x.Combined(audit.Q1, fm, fo)}
-	// Hooks: the public Connection::path_changed and PathData::reset behind it.
-	h := x.Hook("Connection::path_changed", "public API documented to reset the congestion controller, RTT estimator and MTU discovery",
-		x.Set.Funcs("path_changed"), x.Calls("path_changed"))
-	for _, a := range x.AssignsIn(reset) {
-		h.Evidence = append(h.Evidence, x.Evidence(a.Pos, "assignment", "PathData::reset assigns "+a.LHS))
-	}
-	exposed := 0
-	for _, f := range x.Set {
-		if strings.HasPrefix(f.Path, "quinn/src/") {
-			for _, m := range f.Mentions("path_changed") {
-				if m.Kind != syntax.MentionComment && m.Kind != syntax.MentionString {
-					exposed++
+var quinnQ1 = &query.Rule{
+	Name: "quinn/q1", Question: audit.Q1, Role: query.Both, Files: quinnFiles,
+	Doc: "Per role: does a migration build fresh RTT/CC state (PathData::new) or keep it (from_previous, Rebind)? Also the public path_changed() hook and its call sites.",
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		obs, ok1 := quinnObserving(x)
+		mig, ok2 := quinnMigrating(x)
+		reset, ok3 := x.Find(query.FuncIn(quinnPaths, "reset", "PathData"))
+		if !ok1 || !ok2 || !ok3 {
+			return x.Absence()
+		}
+		fo := x.RoleFinding(audit.Q1, query.Observing, obs)
+		fm := x.RoleFinding(audit.Q1, query.Migrating, mig)
+		out := x.PerRole(audit.Q1, fm, fo)
+		// Hooks: the public Connection::path_changed and PathData::reset behind it.
+		h := x.Hook("Connection::path_changed", "public API documented to reset the congestion controller, RTT estimator and MTU discovery",
+			x.Set.Funcs("path_changed"), x.Calls("path_changed"))
+		for _, a := range x.AssignsIn(reset) {
+			h.Evidence = append(h.Evidence, x.Evidence(a.Pos, "assignment", "PathData::reset assigns "+a.LHS))
+		}
+		exposed := 0
+		for _, f := range x.Set {
+			if strings.HasPrefix(f.Path, "quinn/src/") {
+				for _, m := range f.Mentions("path_changed") {
+					if m.Kind != syntax.MentionComment && m.Kind != syntax.MentionString {
+						exposed++
+					}
 				}
 			}
 		}
-	}
-	h.Counts["mentions_in_quinn_crate"] = exposed
-	if exposed == 0 {
-		h.Detail = "Public only on quinn_proto::Connection: the high-level quinn crate neither calls nor re-exposes it, and quinn's own Rebind path (local_address_changed) does not use it."
-	}
-	out = append(out, h)
-	resetCalls := query.Filter(x.Calls("reset"), func(c syntax.Call) bool { return c.Callee == "self.path.reset" })
-	out = append(out, x.Hook("PathData::reset", "assigns rtt and congestion and resets MTU discovery", []syntax.Def{reset}, resetCalls))
-	return out, nil
-}
-
-func quinnQ2(x *query.Code) ([]audit.Finding, error) {
-	pf := x.Def(query.FuncIn(quinnConn, "process_payload", ""))
-	arms := x.ArmsWith(pf, "Frame::PathResponse")
-	if len(arms) == 0 {
-		x.Missing("match arm Frame::PathResponse")
-		return x.Absence()
-	}
-	arm := syntax.Def{Pos: arms[0], Name: "Frame::PathResponse arm"}
-	v := query.Verdict{}
-	v.Add(x.Evidence(arms[0], "handler", "PATH_RESPONSE handler"))
-	for _, a := range x.AssignsIn(arm) {
-		v.Add(x.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS))
-	}
-	if hit := x.Touches(arm, "rtt", "initial_rtt", "RttEstimator"); len(hit) > 0 {
-		v.Answer, v.Mechanism = audit.Yes, "the PATH_RESPONSE handler touches "+strings.Join(hit, ", ")
-	} else {
-		v.Answer, v.Mechanism = audit.No, "the PATH_RESPONSE handler stops the validation timer and marks the path validated; it never touches the RTT estimator (the new PathData starts from config.initial_rtt)"
-	}
-	return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
-}
-
-func quinnQ3(x *query.Code) ([]audit.Finding, error) {
-	rif := x.Def(query.FuncIn(quinnPaths, "remove_in_flight", "PathData"))
-	acked := x.Def(query.FuncIn(quinnConn, "on_packet_acked", ""))
-	ackr := x.Def(query.FuncIn(quinnConn, "on_ack_received", ""))
-	lost := x.Def(query.FuncIn(quinnConn, "detect_lost_packets", ""))
-	var as []query.Aspect
-	// bytes in flight: PathData::remove_in_flight returns early for another generation.
-	if c, ok := x.CondIn(rif, "path_generation", "generation"); ok {
-		as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "PathData::remove_in_flight ignores packets of another path generation", Ev: []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}})
-	} else {
-		as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "remove_in_flight has no path-generation gate", Ev: []audit.Evidence{x.Evidence(rif.Pos, "definition", "")}})
-	}
-	// growth: on_ack only while no path validation is pending.
-	if c, ok := x.CallIn(acked, "on_ack"); ok {
-		g := query.GuardText(c.Guards)
-		switch {
-		case strings.Contains(g, "generation"):
-			as = append(as, query.Aspect{Name: "growth", Answer: audit.Yes, Why: "on_ack gated by path generation", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
-		case strings.Contains(g, "challenge.is_none()"):
-			as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "partial: old-path ACKs are kept from on_ack only while the new path is being validated (`" + g + "`), not after", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
-		default:
-			as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "on_ack ungated", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+		h.Counts["mentions_in_quinn_crate"] = exposed
+		if exposed == 0 {
+			h.Detail = "Public only on quinn_proto::Connection: the high-level quinn crate neither calls nor re-exposes it, and quinn's own Rebind path (local_address_changed) does not use it."
 		}
-	}
-	// loss: a congestion event only when the current path's in-flight count changed.
-	ce, okCE := x.CallIn(lost, "on_congestion_event")
-	la, okLA := x.AssignIn(lost, "lost_ack_eliciting", "in_flight")
-	if okCE && okLA && strings.Contains(query.GuardText(ce.Guards), "lost_ack_eliciting") {
-		as = append(as, query.Aspect{Name: "loss", Answer: audit.Yes, Why: "on_congestion_event only if the current path's bytes in flight changed, which old-path packets never do", Ev: []audit.Evidence{x.Evidence(la.Pos, "assignment", la.LHS+" = "+la.RHS), x.Evidence(ce.Pos, "call", query.GuardText(ce.Guards))}})
-	} else if okCE {
-		as = append(as, query.Aspect{Name: "loss", Answer: audit.No, Why: "on_congestion_event ungated", Ev: []audit.Evidence{x.Evidence(ce.Pos, "call", query.GuardText(ce.Guards))}})
-	}
-	// RTT: rtt.update in on_ack_received.
-	if c, ok := x.CallIn(ackr, "update", "rtt.update"); ok {
-		g := query.GuardText(c.Guards)
-		if strings.Contains(g, "generation") || strings.Contains(g, "path") {
-			as = append(as, query.Aspect{Name: "rtt", Answer: audit.Yes, Why: "rtt.update gated by path", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+		out = append(out, h)
+		resetCalls := query.Filter(x.Calls("reset"), func(c syntax.Call) bool { return c.Callee == "self.path.reset" })
+		out = append(out, x.Hook("PathData::reset", "assigns rtt and congestion and resets MTU discovery", []syntax.Def{reset}, resetCalls))
+		return out, nil
+	},
+}
+
+var quinnQ2 = &query.Rule{
+	Name: "quinn/q2", Question: audit.Q2, Role: query.Both, Files: quinnFiles,
+	Doc:   "Does the PATH_RESPONSE handler touch the RTT estimator?",
+	Needs: []query.Anchor{query.FuncIn(quinnConn, "process_payload", "")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		pf := x.Def(query.FuncIn(quinnConn, "process_payload", ""))
+		arms := x.ArmsWith(pf, "Frame::PathResponse")
+		if len(arms) == 0 {
+			x.Missing("match arm Frame::PathResponse")
+			return x.Absence()
+		}
+		arm := syntax.Def{Pos: arms[0], Name: "Frame::PathResponse arm"}
+		v := query.Verdict{}
+		v.Add(x.Evidence(arms[0], "handler", "PATH_RESPONSE handler"))
+		for _, a := range x.AssignsIn(arm) {
+			v.Add(x.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS))
+		}
+		if hit := x.Touches(arm, "rtt", "initial_rtt", "RttEstimator"); len(hit) > 0 {
+			v.Answer, v.Mechanism = audit.Yes, "the PATH_RESPONSE handler touches "+strings.Join(hit, ", ")
 		} else {
-			as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "self.path.rtt.update is gated only by `" + g + "`: a late ACK of an old-path packet feeds the new path's estimator", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+			v.Answer, v.Mechanism = audit.No, "the PATH_RESPONSE handler stops the validation timer and marks the path validated; it never touches the RTT estimator (the new PathData starts from config.initial_rtt)"
 		}
-	}
-	obs, aux := x.Q3(query.Observing, "per-packet path generation (SentPacket.path_generation) checked in PathData::remove_in_flight", as)
-	// Migrating endpoint: the client keeps its PathData, so there is no new path to protect.
-	mv, ok := quinnMigrating(x)
-	if !ok {
-		return x.Absence()
-	}
-	mv.Mechanism = "the client keeps the same PathData across a Rebind (no new path generation), so old-path packets keep feeding its RTT and congestion state"
-	mf := x.RoleFinding(audit.Q3, query.Migrating, mv)
-	out := []audit.Finding{mf, obs, x.Combined(audit.Q3, mf, obs)}
-	return append(out, aux...), nil
+		return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
+	},
 }
 
-func quinnConstants(x *query.Code) ([]audit.Finding, error) {
-	cfgDef := x.Def(query.FuncIn("quinn-proto/src/congestion/cubic.rs", "default", "CubicConfig"))
-	minW := x.Def(query.FuncIn("quinn-proto/src/congestion/cubic.rs", "minimum_window", "Cubic"))
-	tDef := x.Def(query.FuncIn("quinn-proto/src/config/transport.rs", "default", "TransportConfig"))
-	var out []audit.Finding
-	iw, ok := x.FieldInit(cfgDef, "initial_window")
-	cc, okCC := x.FieldInit(tDef, "congestion_controller_factory")
-	mtu, okM := x.FieldInit(tDef, "initial_mtu")
-	rtt, okR := x.FieldInit(tDef, "initial_rtt")
-	if !ok || !okCC || !okM || !okR {
-		x.Missing("TransportConfig/CubicConfig default fields")
-		return x.Absence()
-	}
-	mech := "default controller: " + cc.RHS
-	f, err := x.Resolver(nil).Constant(audit.ConstInitialWindow, iw.RHS, iw.Pos, "CubicConfig::default initial_window", mech, false)
-	if err != nil {
-		return nil, err
-	}
-	f.Evidence = append(f.Evidence, x.Evidence(cc.Pos, "setting", cc.RHS))
-	out = append(out, f)
-	// minimum window: 2 * current_mtu, current_mtu = get_initial_mtu() = INITIAL_MTU by default.
-	r := x.Resolver(nil)
-	s, err := r.Eval(mtu.RHS)
-	if err != nil {
-		return nil, err
-	}
-	r = x.Resolver(map[string]query.Param{"current_mtu": {Name: "S", Default: s}})
-	f, err = r.Constant(audit.ConstMinWindow, query.TailExpr(minW), x.ExprPos(minW, query.TailExpr(minW)), "Cubic::minimum_window", "S = current MTU, initially TransportConfig.initial_mtu = "+mtu.RHS, false)
-	if err != nil {
-		return nil, err
-	}
-	f.Evidence = append(f.Evidence, x.Evidence(mtu.Pos, "setting", "initial_mtu: "+mtu.RHS))
-	out = append(out, f)
-	// loss factor: BETA_CUBIC, as used in on_congestion_event.
-	beta, ok := x.Const("BETA_CUBIC")
-	if !ok {
-		return append(out, x.AbsentFor(audit.ConstLossFactor, "const BETA_CUBIC")), nil
-	}
-	f, err = x.Resolver(nil).Constant(audit.ConstLossFactor, beta.Value, beta.Pos, "BETA_CUBIC", "ssthresh = window * BETA_CUBIC on a congestion event", false)
-	if err != nil {
-		return nil, err
-	}
-	if use, ok := x.AssignIn(x.Opt(query.FuncIn("quinn-proto/src/congestion/cubic.rs", "on_congestion_event", "Cubic")), "ssthresh", "BETA_CUBIC"); ok {
-		f.Evidence = append(f.Evidence, x.Evidence(use.Pos, "assignment", use.LHS+" = "+use.RHS))
-	}
-	out = append(out, f)
-	f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, rtt.RHS, rtt.Pos, "TransportConfig::default initial_rtt (µs)", "initial RTT of every new RttEstimator", false)
-	if err != nil {
-		return nil, err
-	}
-	return append(out, f), nil
+var quinnQ3 = &query.Rule{
+	Name: "quinn/q3", Question: audit.Q3, Role: query.Both, Files: quinnFiles,
+	Doc:   "Which of RTT, congestion growth, loss reduction and bytes in flight are gated by the packet's path generation?",
+	Needs: []query.Anchor{query.FuncIn(quinnPaths, "remove_in_flight", "PathData"), query.FuncIn(quinnConn, "on_packet_acked", ""), query.FuncIn(quinnConn, "on_ack_received", ""), query.FuncIn(quinnConn, "detect_lost_packets", "")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		rif := x.Def(query.FuncIn(quinnPaths, "remove_in_flight", "PathData"))
+		acked := x.Def(query.FuncIn(quinnConn, "on_packet_acked", ""))
+		ackr := x.Def(query.FuncIn(quinnConn, "on_ack_received", ""))
+		lost := x.Def(query.FuncIn(quinnConn, "detect_lost_packets", ""))
+		var as []query.Aspect
+		// bytes in flight: PathData::remove_in_flight returns early for another generation.
+		if c, ok := x.CondIn(rif, "path_generation", "generation"); ok {
+			as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "PathData::remove_in_flight ignores packets of another path generation", Ev: []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}})
+		} else {
+			as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "remove_in_flight has no path-generation gate", Ev: []audit.Evidence{x.Evidence(rif.Pos, "definition", "")}})
+		}
+		// growth: on_ack only while no path validation is pending.
+		if c, ok := x.CallIn(acked, "on_ack"); ok {
+			g := query.GuardText(c.Guards)
+			switch {
+			case strings.Contains(g, "generation"):
+				as = append(as, query.Aspect{Name: "growth", Answer: audit.Yes, Why: "on_ack gated by path generation", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+			case strings.Contains(g, "challenge.is_none()"):
+				as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "partial: old-path ACKs are kept from on_ack only while the new path is being validated (`" + g + "`), not after", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+			default:
+				as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "on_ack ungated", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+			}
+		}
+		// loss: a congestion event only when the current path's in-flight count changed.
+		ce, okCE := x.CallIn(lost, "on_congestion_event")
+		la, okLA := x.AssignIn(lost, "lost_ack_eliciting", "in_flight")
+		if okCE && okLA && strings.Contains(query.GuardText(ce.Guards), "lost_ack_eliciting") {
+			as = append(as, query.Aspect{Name: "loss", Answer: audit.Yes, Why: "on_congestion_event only if the current path's bytes in flight changed, which old-path packets never do", Ev: []audit.Evidence{x.Evidence(la.Pos, "assignment", la.LHS+" = "+la.RHS), x.Evidence(ce.Pos, "call", query.GuardText(ce.Guards))}})
+		} else if okCE {
+			as = append(as, query.Aspect{Name: "loss", Answer: audit.No, Why: "on_congestion_event ungated", Ev: []audit.Evidence{x.Evidence(ce.Pos, "call", query.GuardText(ce.Guards))}})
+		}
+		// RTT: rtt.update in on_ack_received.
+		if c, ok := x.CallIn(ackr, "update", "rtt.update"); ok {
+			g := query.GuardText(c.Guards)
+			if strings.Contains(g, "generation") || strings.Contains(g, "path") {
+				as = append(as, query.Aspect{Name: "rtt", Answer: audit.Yes, Why: "rtt.update gated by path", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+			} else {
+				as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "self.path.rtt.update is gated only by `" + g + "`: a late ACK of an old-path packet feeds the new path's estimator", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+			}
+		}
+		obs, aux := x.Q3(query.Observing, "per-packet path generation (SentPacket.path_generation) checked in PathData::remove_in_flight", as)
+		// Migrating endpoint: the client keeps its PathData, so there is no new path to protect.
+		mv, ok := quinnMigrating(x)
+		if !ok {
+			return x.Absence()
+		}
+		mv.Mechanism = "the client keeps the same PathData across a Rebind (no new path generation), so old-path packets keep feeding its RTT and congestion state"
+		mf := x.RoleFinding(audit.Q3, query.Migrating, mv)
+		out := x.PerRole(audit.Q3, mf, obs)
+		return append(out, aux...), nil
+	},
+}
+
+var quinnConstants = &query.Rule{
+	Name: "quinn/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: quinnFiles,
+	Doc:   "Cubic (the default controller) initial and minimum window, BETA_CUBIC, default initial RTT.",
+	Needs: []query.Anchor{query.FuncIn("quinn-proto/src/congestion/cubic.rs", "default", "CubicConfig"), query.FuncIn("quinn-proto/src/congestion/cubic.rs", "minimum_window", "Cubic"), query.FuncIn("quinn-proto/src/config/transport.rs", "default", "TransportConfig")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		cfgDef := x.Def(query.FuncIn("quinn-proto/src/congestion/cubic.rs", "default", "CubicConfig"))
+		minW := x.Def(query.FuncIn("quinn-proto/src/congestion/cubic.rs", "minimum_window", "Cubic"))
+		tDef := x.Def(query.FuncIn("quinn-proto/src/config/transport.rs", "default", "TransportConfig"))
+		var out []audit.Finding
+		iw, ok := x.FieldInit(cfgDef, "initial_window")
+		cc, okCC := x.FieldInit(tDef, "congestion_controller_factory")
+		mtu, okM := x.FieldInit(tDef, "initial_mtu")
+		rtt, okR := x.FieldInit(tDef, "initial_rtt")
+		if !ok || !okCC || !okM || !okR {
+			x.Missing("TransportConfig/CubicConfig default fields")
+			return x.Absence()
+		}
+		mech := "default controller: " + cc.RHS
+		f, err := x.Resolver(nil).Constant(audit.ConstInitialWindow, iw.RHS, iw.Pos, "CubicConfig::default initial_window", mech, false)
+		if err != nil {
+			return nil, err
+		}
+		f.Evidence = append(f.Evidence, x.Evidence(cc.Pos, "setting", cc.RHS))
+		out = append(out, f)
+		// minimum window: 2 * current_mtu, current_mtu = get_initial_mtu() = INITIAL_MTU by default.
+		r := x.Resolver(nil)
+		s, err := r.Eval(mtu.RHS)
+		if err != nil {
+			return nil, err
+		}
+		r = x.Resolver(map[string]query.Param{"current_mtu": {Name: "S", Default: s}})
+		f, err = r.Constant(audit.ConstMinWindow, query.TailExpr(minW), x.ExprPos(minW, query.TailExpr(minW)), "Cubic::minimum_window", "S = current MTU, initially TransportConfig.initial_mtu = "+mtu.RHS, false)
+		if err != nil {
+			return nil, err
+		}
+		f.Evidence = append(f.Evidence, x.Evidence(mtu.Pos, "setting", "initial_mtu: "+mtu.RHS))
+		out = append(out, f)
+		// loss factor: BETA_CUBIC, as used in on_congestion_event.
+		beta, ok := x.Const("BETA_CUBIC")
+		if !ok {
+			return append(out, x.AbsentFor(audit.ConstLossFactor, "const BETA_CUBIC")), nil
+		}
+		f, err = x.Resolver(nil).Constant(audit.ConstLossFactor, beta.Value, beta.Pos, "BETA_CUBIC", "ssthresh = window * BETA_CUBIC on a congestion event", false)
+		if err != nil {
+			return nil, err
+		}
+		if use, ok := x.AssignIn(x.Opt(query.FuncIn("quinn-proto/src/congestion/cubic.rs", "on_congestion_event", "Cubic")), "ssthresh", "BETA_CUBIC"); ok {
+			f.Evidence = append(f.Evidence, x.Evidence(use.Pos, "assignment", use.LHS+" = "+use.RHS))
+		}
+		out = append(out, f)
+		f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, rtt.RHS, rtt.Pos, "TransportConfig::default initial_rtt (µs)", "initial RTT of every new RttEstimator", false)
+		if err != nil {
+			return nil, err
+		}
+		return append(out, f), nil
+	},
 }

@@ -27,29 +27,7 @@ const (
 var s2nFiles = []string{s2nManager, s2nPath, s2nRecov, s2nRTT, s2nCubic, s2nMTU,
 	"quic/s2n-quic-core/src/path/migration.rs", "quic/s2n-quic-core/src/connection/limits.rs"}
 
-func init() {
-	query.Register("s2n-quic",
-		&query.Rule{Name: "s2n-quic/q1", Question: audit.Q1, Role: query.Both,
-			Doc:    "Server: handle_connection_migration builds a new Path with for_new_path RTT and a new controller; the port-only MAY is a marked TODO. Client: no migration API, path handle updated in place.",
-			Files:  s2nFiles,
-			Decide: s2nQ1},
-		&query.Rule{Name: "s2n-quic/q2", Question: audit.Q2, Role: query.Both,
-			Doc:    "Does on_path_response touch the RTT estimator?",
-			Files:  s2nFiles,
-			Needs:  []query.Anchor{query.FuncIn(s2nManager, "on_path_response", ""), query.FuncIn(s2nPath, "on_path_response", "Path")},
-			Decide: s2nQ2},
-		&query.Rule{Name: "s2n-quic/q3", Question: audit.Q3, Role: query.Both,
-			Doc:    "RTT, growth, loss and bytes in flight attributed by the packet's path_id.",
-			Files:  s2nFiles,
-			Needs:  []query.Anchor{query.FuncIn(s2nRecov, "update_congestion_control", ""), query.FuncIn(s2nRecov, "process_new_acked_packets", ""), query.FuncIn(s2nRecov, "remove_lost_packets", "")},
-			Decide: s2nQ3},
-		&query.Rule{Name: "s2n-quic/constants", Question: audit.ConstInitialWindow, Role: query.Both,
-			Doc:    "Cubic (the default) initial window, minimum window, BETA_CUBIC, DEFAULT_INITIAL_RTT.",
-			Files:  s2nFiles,
-			Needs:  []query.Anchor{query.FuncIn(s2nCubic, "initial_window", ""), query.FuncIn(s2nCubic, "minimum_window", "Cubic")},
-			Decide: s2nConstants},
-	)
-}
+func init() { query.Register("s2n-quic", s2nQ1, s2nQ2, s2nQ3, s2nConstants) }
 
 func s2nObserving(x *query.Code) (query.Verdict, bool) {
 	v := query.Verdict{}
@@ -139,126 +117,145 @@ func s2nMigrating(x *query.Code) (query.Verdict, bool) {
 	return v, true
 }
 
-func s2nQ1(x *query.Code) ([]audit.Finding, error) {
-	o, ok1 := s2nObserving(x)
-	m, ok2 := s2nMigrating(x)
-	if !ok1 || !ok2 {
-		return x.Absence()
-	}
-	fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
-	hcm := x.Opt(query.FuncIn(s2nManager, "handle_connection_migration", ""))
-	h := x.Hook("path::Manager::handle_connection_migration", "creates the new Path with fresh RTT estimator and controller", []syntax.Def{hcm},
-		query.Filter(x.Calls("handle_connection_migration"), func(c syntax.Call) bool { return c.Func != "handle_connection_migration" }))
-	return []audit.Finding{fm, fo, x.Combined(audit.Q1, fm, fo), h}, nil
-}
-
-func s2nQ2(x *query.Code) ([]audit.Finding, error) {
-	mgr := x.Def(query.FuncIn(s2nManager, "on_path_response", ""))
-	pth := x.Def(query.FuncIn(s2nPath, "on_path_response", "Path"))
-	v := query.Verdict{}
-	v.Add(x.Evidence(mgr.Pos, "handler", "path::Manager::on_path_response"), x.Evidence(pth.Pos, "handler", "Path::on_path_response"))
-	if hit := append(x.Touches(mgr, "rtt_estimator", "update_rtt", "for_new_path"), x.Touches(pth, "rtt_estimator", "update_rtt")...); len(hit) > 0 {
-		v.Answer, v.Mechanism = audit.Yes, "PATH_RESPONSE handling touches "+strings.Join(hit, ", ")
-	} else {
-		v.Answer, v.Mechanism = audit.No, "PATH_RESPONSE marks the path validated (and unblocks amplification); the new path's RttEstimator keeps initial_round_trip_time"
-	}
-	return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
-}
-
-func s2nQ3(x *query.Code) ([]audit.Finding, error) {
-	ucc := x.Def(query.FuncIn(s2nRecov, "update_congestion_control", ""))
-	pna := x.Def(query.FuncIn(s2nRecov, "process_new_acked_packets", ""))
-	rlp := x.Def(query.FuncIn(s2nRecov, "remove_lost_packets", ""))
-	var as []query.Aspect
-	if a, ok := x.AssignIn(ucc, "should_update_rtt", "path_id"); ok {
-		as = append(as, query.Aspect{Name: "rtt", Answer: audit.Yes, Why: "should_update_rtt &= current path == path of the largest newly acked packet", Ev: []audit.Evidence{x.Evidence(a.Pos, "assignment", a.LHS+" "+a.Op+" "+a.RHS)}})
-	} else {
-		as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "RTT update not gated by path", Ev: []audit.Evidence{x.Evidence(ucc.Pos, "definition", "")}})
-	}
-	if c, ok := x.CondIn(pna, "path_id == current_path_id"); ok {
-		ev := []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}
-		if oa, ok := x.CallIn(pna, "on_ack"); ok {
-			ev = append(ev, x.Evidence(oa.Pos, "call", "other paths' packets go to their own controller: "+query.GuardText(oa.Guards)))
+var s2nQ1 = &query.Rule{
+	Name: "s2n-quic/q1", Question: audit.Q1, Role: query.Both, Files: s2nFiles,
+	Doc: "Server: handle_connection_migration builds a new Path with for_new_path RTT and a new controller; the port-only MAY is a marked TODO. Client: no migration API, path handle updated in place.",
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		o, ok1 := s2nObserving(x)
+		m, ok2 := s2nMigrating(x)
+		if !ok1 || !ok2 {
+			return x.Absence()
 		}
-		as = append(as, query.Aspect{Name: "growth", Answer: audit.Yes, Why: "acked bytes count for the current path's controller only when sent on it; others are credited to their own path", Ev: ev})
-	} else {
-		as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "acked bytes not attributed by path", Ev: []audit.Evidence{x.Evidence(pna.Pos, "definition", "")}})
-	}
-	if c, ok := x.CallIn(rlp, "path_mut_by_id", "sent_info.path_id"); ok {
-		ev := []audit.Evidence{x.Evidence(c.Pos, "call", "loss charged to the path the packet was sent on")}
-		if pl, ok := x.CallIn(rlp, "on_packet_lost"); ok {
-			ev = append(ev, x.Evidence(pl.Pos, "call", "on_packet_lost of that path's controller"))
-		}
-		as = append(as, query.Aspect{Name: "loss", Answer: audit.Yes, Why: "each lost packet reduces the controller of the path it was sent on", Ev: ev})
-		as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "bytes in flight are per path and released on the sending path's controller", Ev: ev[:1]})
-	} else {
-		as = append(as, query.Aspect{Name: "loss", Answer: audit.No, Why: "loss not attributed by path", Ev: nil}, query.Aspect{Name: "inflight", Answer: audit.No, Why: "bytes in flight not attributed by path", Ev: nil})
-	}
-	of, aux := x.Q3(query.Observing, "per-path state with per-packet path_id attribution in recovery::Manager", as)
-	m, ok := s2nMigrating(x)
-	if !ok {
-		return x.Absence()
-	}
-	m.Mechanism = "the client keeps one Path across a local address change, so old-path packets feed the same estimators"
-	fm := x.RoleFinding(audit.Q3, query.Migrating, m)
-	out := []audit.Finding{fm, of, x.Combined(audit.Q3, fm, of)}
-	return append(out, aux...), nil
+		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
+		hcm := x.Opt(query.FuncIn(s2nManager, "handle_connection_migration", ""))
+		h := x.Hook("path::Manager::handle_connection_migration", "creates the new Path with fresh RTT estimator and controller", []syntax.Def{hcm},
+			query.Filter(x.Calls("handle_connection_migration"), func(c syntax.Call) bool { return c.Func != "handle_connection_migration" }))
+		return append(x.PerRole(audit.Q1, fm, fo), h), nil
+	},
 }
 
-func s2nConstants(x *query.Code) ([]audit.Finding, error) {
-	iw := x.Def(query.FuncIn(s2nCubic, "initial_window", ""))
-	mw := x.Def(query.FuncIn(s2nCubic, "minimum_window", "Cubic"))
-	def, okD := x.AssignIn(iw, "default", "INITIAL_WINDOW_LIMIT")
-	if !okD {
-		x.Missing("let default in cubic initial_window")
-		return x.Absence()
-	}
-	// S = InitialMtu::default().max_datagram_size(ipv4) = (MINIMUM_MTU - UDP_HEADER_LEN - IPV4_MIN_HEADER_LEN).max(MINIMUM_MAX_DATAGRAM_SIZE)
-	mds, okM := x.LineWith(s2nMTU, 1, "u16::from(*self) - UDP_HEADER_LEN - min_ip_header_len")
-	initMtu, okI := x.LineWith(s2nMTU, 1, "DEFAULT_INITIAL_MTU: InitialMtu", "MINIMUM_MTU")
-	if !okM || !okI {
-		x.Missing("InitialMtu default / max_datagram_size in mtu.rs")
-		return x.Absence()
-	}
-	r := x.Resolver(nil)
-	s, err := r.Eval("(MINIMUM_MTU - UDP_HEADER_LEN - IPV4_MIN_HEADER_LEN).max(MINIMUM_MAX_DATAGRAM_SIZE)")
-	if err != nil {
-		return nil, err
-	}
-	sEv := []audit.Evidence{x.Evidence(initMtu, "setting", "InitialMtu default = MINIMUM_MTU"), x.Evidence(mds, "definition", "max_datagram_size = MTU - UDP - IPv4 header, at least MINIMUM_MAX_DATAGRAM_SIZE")}
-	for _, d := range r.Defs() {
-		sEv = append(sEv, x.Evidence(d.Pos, "definition", d.Name))
-	}
-	par := map[string]query.Param{"max_datagram_size": {Name: "S", Default: s}}
-	mech := "S = max_datagram_size of the default InitialMtu on IPv4"
-	var out []audit.Finding
-	f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, def.RHS, def.Pos, "Cubic initial_window (RFC 9002 §7.2)", mech, false)
-	if err != nil {
-		return nil, err
-	}
-	f.Evidence = query.Dedupe(append(f.Evidence, sEv...))
-	if pos, ok := x.LineWith(s2nDefCC, 1, "type Default = Cubic"); ok {
-		f.Evidence = append(f.Evidence, x.Evidence(pos, "setting", "default congestion controller"))
-	}
-	out = append(out, f)
-	f, err = x.Resolver(par).Constant(audit.ConstMinWindow, query.TailExpr(mw), x.ExprPos(mw, query.TailExpr(mw)), "Cubic minimum_window", mech, false)
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, f)
-	if b, ok := x.Const("BETA_CUBIC"); ok {
-		f, err = x.Resolver(nil).Constant(audit.ConstLossFactor, b.Value, b.Pos, "BETA_CUBIC", "cwnd_start = cwnd * BETA_CUBIC on a congestion event", false)
+var s2nQ2 = &query.Rule{
+	Name: "s2n-quic/q2", Question: audit.Q2, Role: query.Both, Files: s2nFiles,
+	Doc:   "Does on_path_response touch the RTT estimator?",
+	Needs: []query.Anchor{query.FuncIn(s2nManager, "on_path_response", ""), query.FuncIn(s2nPath, "on_path_response", "Path")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		mgr := x.Def(query.FuncIn(s2nManager, "on_path_response", ""))
+		pth := x.Def(query.FuncIn(s2nPath, "on_path_response", "Path"))
+		v := query.Verdict{}
+		v.Add(x.Evidence(mgr.Pos, "handler", "path::Manager::on_path_response"), x.Evidence(pth.Pos, "handler", "Path::on_path_response"))
+		if hit := append(x.Touches(mgr, "rtt_estimator", "update_rtt", "for_new_path"), x.Touches(pth, "rtt_estimator", "update_rtt")...); len(hit) > 0 {
+			v.Answer, v.Mechanism = audit.Yes, "PATH_RESPONSE handling touches "+strings.Join(hit, ", ")
+		} else {
+			v.Answer, v.Mechanism = audit.No, "PATH_RESPONSE marks the path validated (and unblocks amplification); the new path's RttEstimator keeps initial_round_trip_time"
+		}
+		return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
+	},
+}
+
+var s2nQ3 = &query.Rule{
+	Name: "s2n-quic/q3", Question: audit.Q3, Role: query.Both, Files: s2nFiles,
+	Doc:   "RTT, growth, loss and bytes in flight attributed by the packet's path_id.",
+	Needs: []query.Anchor{query.FuncIn(s2nRecov, "update_congestion_control", ""), query.FuncIn(s2nRecov, "process_new_acked_packets", ""), query.FuncIn(s2nRecov, "remove_lost_packets", "")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		ucc := x.Def(query.FuncIn(s2nRecov, "update_congestion_control", ""))
+		pna := x.Def(query.FuncIn(s2nRecov, "process_new_acked_packets", ""))
+		rlp := x.Def(query.FuncIn(s2nRecov, "remove_lost_packets", ""))
+		var as []query.Aspect
+		if a, ok := x.AssignIn(ucc, "should_update_rtt", "path_id"); ok {
+			as = append(as, query.Aspect{Name: "rtt", Answer: audit.Yes, Why: "should_update_rtt &= current path == path of the largest newly acked packet", Ev: []audit.Evidence{x.Evidence(a.Pos, "assignment", a.LHS+" "+a.Op+" "+a.RHS)}})
+		} else {
+			as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "RTT update not gated by path", Ev: []audit.Evidence{x.Evidence(ucc.Pos, "definition", "")}})
+		}
+		if c, ok := x.CondIn(pna, "path_id == current_path_id"); ok {
+			ev := []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}
+			if oa, ok := x.CallIn(pna, "on_ack"); ok {
+				ev = append(ev, x.Evidence(oa.Pos, "call", "other paths' packets go to their own controller: "+query.GuardText(oa.Guards)))
+			}
+			as = append(as, query.Aspect{Name: "growth", Answer: audit.Yes, Why: "acked bytes count for the current path's controller only when sent on it; others are credited to their own path", Ev: ev})
+		} else {
+			as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "acked bytes not attributed by path", Ev: []audit.Evidence{x.Evidence(pna.Pos, "definition", "")}})
+		}
+		if c, ok := x.CallIn(rlp, "path_mut_by_id", "sent_info.path_id"); ok {
+			ev := []audit.Evidence{x.Evidence(c.Pos, "call", "loss charged to the path the packet was sent on")}
+			if pl, ok := x.CallIn(rlp, "on_packet_lost"); ok {
+				ev = append(ev, x.Evidence(pl.Pos, "call", "on_packet_lost of that path's controller"))
+			}
+			as = append(as, query.Aspect{Name: "loss", Answer: audit.Yes, Why: "each lost packet reduces the controller of the path it was sent on", Ev: ev})
+			as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "bytes in flight are per path and released on the sending path's controller", Ev: ev[:1]})
+		} else {
+			as = append(as, query.Aspect{Name: "loss", Answer: audit.No, Why: "loss not attributed by path", Ev: nil}, query.Aspect{Name: "inflight", Answer: audit.No, Why: "bytes in flight not attributed by path", Ev: nil})
+		}
+		of, aux := x.Q3(query.Observing, "per-path state with per-packet path_id attribution in recovery::Manager", as)
+		m, ok := s2nMigrating(x)
+		if !ok {
+			return x.Absence()
+		}
+		m.Mechanism = "the client keeps one Path across a local address change, so old-path packets feed the same estimators"
+		fm := x.RoleFinding(audit.Q3, query.Migrating, m)
+		out := x.PerRole(audit.Q3, fm, of)
+		return append(out, aux...), nil
+	},
+}
+
+var s2nConstants = &query.Rule{
+	Name: "s2n-quic/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: s2nFiles,
+	Doc:   "Cubic (the default) initial window, minimum window, BETA_CUBIC, DEFAULT_INITIAL_RTT.",
+	Needs: []query.Anchor{query.FuncIn(s2nCubic, "initial_window", ""), query.FuncIn(s2nCubic, "minimum_window", "Cubic")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		iw := x.Def(query.FuncIn(s2nCubic, "initial_window", ""))
+		mw := x.Def(query.FuncIn(s2nCubic, "minimum_window", "Cubic"))
+		def, okD := x.AssignIn(iw, "default", "INITIAL_WINDOW_LIMIT")
+		if !okD {
+			x.Missing("let default in cubic initial_window")
+			return x.Absence()
+		}
+		// S = InitialMtu::default().max_datagram_size(ipv4) = (MINIMUM_MTU - UDP_HEADER_LEN - IPV4_MIN_HEADER_LEN).max(MINIMUM_MAX_DATAGRAM_SIZE)
+		mds, okM := x.LineWith(s2nMTU, 1, "u16::from(*self) - UDP_HEADER_LEN - min_ip_header_len")
+		initMtu, okI := x.LineWith(s2nMTU, 1, "DEFAULT_INITIAL_MTU: InitialMtu", "MINIMUM_MTU")
+		if !okM || !okI {
+			x.Missing("InitialMtu default / max_datagram_size in mtu.rs")
+			return x.Absence()
+		}
+		r := x.Resolver(nil)
+		s, err := r.Eval("(MINIMUM_MTU - UDP_HEADER_LEN - IPV4_MIN_HEADER_LEN).max(MINIMUM_MAX_DATAGRAM_SIZE)")
+		if err != nil {
+			return nil, err
+		}
+		sEv := []audit.Evidence{x.Evidence(initMtu, "setting", "InitialMtu default = MINIMUM_MTU"), x.Evidence(mds, "definition", "max_datagram_size = MTU - UDP - IPv4 header, at least MINIMUM_MAX_DATAGRAM_SIZE")}
+		for _, d := range r.Defs() {
+			sEv = append(sEv, x.Evidence(d.Pos, "definition", d.Name))
+		}
+		par := map[string]query.Param{"max_datagram_size": {Name: "S", Default: s}}
+		mech := "S = max_datagram_size of the default InitialMtu on IPv4"
+		var out []audit.Finding
+		f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, def.RHS, def.Pos, "Cubic initial_window (RFC 9002 §7.2)", mech, false)
+		if err != nil {
+			return nil, err
+		}
+		f.Evidence = query.Dedupe(append(f.Evidence, sEv...))
+		if pos, ok := x.LineWith(s2nDefCC, 1, "type Default = Cubic"); ok {
+			f.Evidence = append(f.Evidence, x.Evidence(pos, "setting", "default congestion controller"))
+		}
+		out = append(out, f)
+		f, err = x.Resolver(par).Constant(audit.ConstMinWindow, query.TailExpr(mw), x.ExprPos(mw, query.TailExpr(mw)), "Cubic minimum_window", mech, false)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, f)
-	}
-	if d, ok := x.Const("DEFAULT_INITIAL_RTT"); ok {
-		f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, d.Value, d.Pos, "DEFAULT_INITIAL_RTT (µs)", "Limits.initial_round_trip_time default, used by for_new_path", false)
-		if err != nil {
-			return nil, err
+		if b, ok := x.Const("BETA_CUBIC"); ok {
+			f, err = x.Resolver(nil).Constant(audit.ConstLossFactor, b.Value, b.Pos, "BETA_CUBIC", "cwnd_start = cwnd * BETA_CUBIC on a congestion event", false)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
 		}
-		out = append(out, f)
-	}
-	return out, nil
+		if d, ok := x.Const("DEFAULT_INITIAL_RTT"); ok {
+			f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, d.Value, d.Pos, "DEFAULT_INITIAL_RTT (µs)", "Limits.initial_round_trip_time default, used by for_new_path", false)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+		return out, nil
+	},
 }

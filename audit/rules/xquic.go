@@ -27,28 +27,7 @@ const (
 var xqFiles = []string{xqConn, xqEngine, xqFrame, xqSendCtl, xqCubic, "src/transport/xqc_send_ctl.h",
 	"src/transport/xqc_packet.h", "src/transport/xqc_multipath.c"}
 
-func init() {
-	query.Register("xquic",
-		&query.Rule{Name: "xquic/q1", Question: audit.Q1, Role: query.Both,
-			Doc:    "Client: disable_active_migration unless multipath, no API. Server: the NAT-rebinding path copies the new address into the same path (same path_send_ctl). xqc_send_ctl_reset call sites.",
-			Files:  xqFiles,
-			Decide: xqQ1},
-		&query.Rule{Name: "xquic/q2", Question: audit.Q2, Role: query.Both,
-			Doc:    "Does xqc_process_path_response_frame touch the RTT estimator?",
-			Files:  xqFiles,
-			Needs:  []query.Anchor{query.FuncIn(xqFrame, "xqc_process_path_response_frame", ""), query.FuncIn("src/transport/xqc_multipath.c", "xqc_path_validate", "")},
-			Decide: xqQ2},
-		&query.Rule{Name: "xquic/q3", Question: audit.Q3, Role: query.Both,
-			Doc:    "After the in-place address change, is there anything separating old-path packets?",
-			Files:  xqFiles,
-			Decide: xqQ3},
-		&query.Rule{Name: "xquic/constants", Question: audit.ConstInitialWindow, Role: query.Both,
-			Doc:    "Cubic (the default) XQC_CUBIC_INIT_WIN, XQC_CUBIC_MIN_WIN, XQC_CUBIC_BETA/SCALE, XQC_kInitialRtt_us.",
-			Files:  xqFiles,
-			Needs:  []query.Anchor{query.FuncIn(xqCubic, "xqc_cubic_init", ""), query.FuncIn(xqCubic, "xqc_cubic_on_lost", ""), query.FuncIn(xqSendCtl, "xqc_send_ctl_create", ""), query.FuncIn(xqConn, "xqc_conn_create", "")},
-			Decide: xqConstants},
-	)
-}
+func init() { query.Register("xquic", xqQ1, xqQ2, xqQ3, xqConstants) }
 
 func xqMigrating(x *query.Code) (query.Verdict, bool) {
 	v := query.Verdict{}
@@ -112,105 +91,123 @@ func xqObserving(x *query.Code) (query.Verdict, bool) {
 	return v, true
 }
 
-func xqQ1(x *query.Code) ([]audit.Finding, error) {
-	m, ok1 := xqMigrating(x)
-	o, ok2 := xqObserving(x)
-	rst, ok3 := x.Find(query.FuncIn(xqSendCtl, "xqc_send_ctl_reset", ""))
-	if !ok1 || !ok2 || !ok3 {
-		return x.Absence()
-	}
-	fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
-	out := []audit.Finding{fm, fo, x.Combined(audit.Q1, fm, fo)}
-	calls := x.Calls("xqc_send_ctl_reset")
-	h := x.Hook("xqc_send_ctl_reset", "resets srtt to initial_rtt, rttvar, min RTT and the send controller state", []syntax.Def{rst}, calls)
-	var onMigration int
-	for _, c := range calls {
-		if strings.Contains(strings.ToLower(c.Func), "migrat") || strings.Contains(strings.ToLower(c.Func), "rebind") || strings.Contains(strings.ToLower(c.Func), "path") {
-			onMigration++
+var xqQ1 = &query.Rule{
+	Name: "xquic/q1", Question: audit.Q1, Role: query.Both, Files: xqFiles,
+	Doc: "Client: disable_active_migration unless multipath, no API. Server: the NAT-rebinding path copies the new address into the same path (same path_send_ctl). xqc_send_ctl_reset call sites.",
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		m, ok1 := xqMigrating(x)
+		o, ok2 := xqObserving(x)
+		rst, ok3 := x.Find(query.FuncIn(xqSendCtl, "xqc_send_ctl_reset", ""))
+		if !ok1 || !ok2 || !ok3 {
+			return x.Absence()
 		}
-		for _, cm := range x.CommentsIn(c.Path, c.Line-4, c.Line, "Retry") {
-			h.Evidence = append(h.Evidence, x.Evidence(cm.Pos, "comment", query.OneLine(cm.Context)))
+		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
+		out := x.PerRole(audit.Q1, fm, fo)
+		calls := x.Calls("xqc_send_ctl_reset")
+		h := x.Hook("xqc_send_ctl_reset", "resets srtt to initial_rtt, rttvar, min RTT and the send controller state", []syntax.Def{rst}, calls)
+		var onMigration int
+		for _, c := range calls {
+			if strings.Contains(strings.ToLower(c.Func), "migrat") || strings.Contains(strings.ToLower(c.Func), "rebind") || strings.Contains(strings.ToLower(c.Func), "path") {
+				onMigration++
+			}
+			for _, cm := range x.CommentsIn(c.Path, c.Line-4, c.Line, "Retry") {
+				h.Evidence = append(h.Evidence, x.Evidence(cm.Pos, "comment", query.OneLine(cm.Context)))
+			}
 		}
-	}
-	h.Counts["migration_call_sites"] = onMigration
-	if onMigration == 0 {
-		h.Mechanism += " (none on a migration or rebinding path)"
-	}
-	return append(out, h), nil
+		h.Counts["migration_call_sites"] = onMigration
+		if onMigration == 0 {
+			h.Mechanism += " (none on a migration or rebinding path)"
+		}
+		return append(out, h), nil
+	},
 }
 
-func xqQ2(x *query.Code) ([]audit.Finding, error) {
-	prf := x.Def(query.FuncIn(xqFrame, "xqc_process_path_response_frame", ""))
-	pv := x.Def(query.FuncIn("src/transport/xqc_multipath.c", "xqc_path_validate", ""))
-	v := query.Verdict{}
-	v.Add(x.Evidence(prf.Pos, "handler", "xqc_process_path_response_frame"), x.Evidence(pv.Pos, "definition", "xqc_path_validate"))
-	if hit := append(x.Touches(prf, "ctl_srtt", "ctl_latest_rtt", "ctl_minrtt", "xqc_send_ctl_update_rtt"), x.Touches(pv, "ctl_srtt", "ctl_latest_rtt", "xqc_send_ctl_update_rtt")...); len(hit) > 0 {
-		v.Answer, v.Mechanism = audit.Yes, "PATH_RESPONSE handling touches "+strings.Join(hit, ", ")
-	} else {
-		v.Answer, v.Mechanism = audit.No, "PATH_RESPONSE activates the path (xqc_path_validate) and, for a rebinding, copies the address; the RTT estimator is untouched"
-	}
-	return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
+var xqQ2 = &query.Rule{
+	Name: "xquic/q2", Question: audit.Q2, Role: query.Both, Files: xqFiles,
+	Doc:   "Does xqc_process_path_response_frame touch the RTT estimator?",
+	Needs: []query.Anchor{query.FuncIn(xqFrame, "xqc_process_path_response_frame", ""), query.FuncIn("src/transport/xqc_multipath.c", "xqc_path_validate", "")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		prf := x.Def(query.FuncIn(xqFrame, "xqc_process_path_response_frame", ""))
+		pv := x.Def(query.FuncIn("src/transport/xqc_multipath.c", "xqc_path_validate", ""))
+		v := query.Verdict{}
+		v.Add(x.Evidence(prf.Pos, "handler", "xqc_process_path_response_frame"), x.Evidence(pv.Pos, "definition", "xqc_path_validate"))
+		if hit := append(x.Touches(prf, "ctl_srtt", "ctl_latest_rtt", "ctl_minrtt", "xqc_send_ctl_update_rtt"), x.Touches(pv, "ctl_srtt", "ctl_latest_rtt", "xqc_send_ctl_update_rtt")...); len(hit) > 0 {
+			v.Answer, v.Mechanism = audit.Yes, "PATH_RESPONSE handling touches "+strings.Join(hit, ", ")
+		} else {
+			v.Answer, v.Mechanism = audit.No, "PATH_RESPONSE activates the path (xqc_path_validate) and, for a rebinding, copies the address; the RTT estimator is untouched"
+		}
+		return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
+	},
 }
 
-func xqQ3(x *query.Code) ([]audit.Finding, error) {
-	m, ok1 := xqMigrating(x)
-	o, ok2 := xqObserving(x)
-	if !ok1 || !ok2 {
-		return x.Absence()
-	}
-	if o.Answer == audit.No {
-		o.Mechanism = "the rebinding keeps the same path and path_send_ctl, so packets sent to the old address are acknowledged into the same RTT and congestion state"
-	}
-	if m.Answer == audit.NotSupported {
-		m.Answer = audit.NA
-		m.Mechanism = "the client does not migrate (disable_active_migration without multipath)"
-	}
-	fm, fo := x.RoleFinding(audit.Q3, query.Migrating, m), x.RoleFinding(audit.Q3, query.Observing, o)
-	return []audit.Finding{fm, fo, x.Combined(audit.Q3, fm, fo)}, nil
+var xqQ3 = &query.Rule{
+	Name: "xquic/q3", Question: audit.Q3, Role: query.Both, Files: xqFiles,
+	Doc: "After the in-place address change, is there anything separating old-path packets?",
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		m, ok1 := xqMigrating(x)
+		o, ok2 := xqObserving(x)
+		if !ok1 || !ok2 {
+			return x.Absence()
+		}
+		if o.Answer == audit.No {
+			o.Mechanism = "the rebinding keeps the same path and path_send_ctl, so packets sent to the old address are acknowledged into the same RTT and congestion state"
+		}
+		if m.Answer == audit.NotSupported {
+			m.Answer = audit.NA
+			m.Mechanism = "the client does not migrate (disable_active_migration without multipath)"
+		}
+		fm, fo := x.RoleFinding(audit.Q3, query.Migrating, m), x.RoleFinding(audit.Q3, query.Observing, o)
+		return x.PerRole(audit.Q3, fm, fo), nil
+	},
 }
 
-func xqConstants(x *query.Code) ([]audit.Finding, error) {
-	ci := x.Def(query.FuncIn(xqCubic, "xqc_cubic_init", ""))
-	cl := x.Def(query.FuncIn(xqCubic, "xqc_cubic_on_lost", ""))
-	sc := x.Def(query.FuncIn(xqSendCtl, "xqc_send_ctl_create", ""))
-	cc := x.Def(query.FuncIn(xqConn, "xqc_conn_create", ""))
-	var common []audit.Evidence
-	if a, ok := x.AssignIn(sc, "ctl_cong_callback", "xqc_cubic_cb"); ok {
-		common = append(common, x.Evidence(a.Pos, "setting", "default controller when the application sets none: "+a.RHS))
-	}
-	var out []audit.Finding
-	for _, s := range []struct {
-		q           audit.Question
-		def         syntax.Def
-		target, sub string
-		label       string
-		strip       string
-	}{
-		{audit.ConstInitialWindow, ci, "init_cwnd", "XQC_CUBIC_INIT_WIN", "XQC_CUBIC_INIT_WIN", ""},
-		{audit.ConstMinWindow, ci, "min_cwnd", "XQC_CUBIC_MIN_WIN", "XQC_CUBIC_MIN_WIN (floor after a loss)", ""},
-		{audit.ConstLossFactor, cl, "cwnd", "XQC_CUBIC_BETA", "XQC_CUBIC_BETA / XQC_CUBIC_BETA_SCALE", "cubic->cwnd *"},
-	} {
-		a, ok := x.AssignIn(s.def, s.target, s.sub)
-		if !ok {
-			x.Missing("assignment " + s.target + " in " + s.def.Name)
-			continue
+var xqConstants = &query.Rule{
+	Name: "xquic/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: xqFiles,
+	Doc:   "Cubic (the default) XQC_CUBIC_INIT_WIN, XQC_CUBIC_MIN_WIN, XQC_CUBIC_BETA/SCALE, XQC_kInitialRtt_us.",
+	Needs: []query.Anchor{query.FuncIn(xqCubic, "xqc_cubic_init", ""), query.FuncIn(xqCubic, "xqc_cubic_on_lost", ""), query.FuncIn(xqSendCtl, "xqc_send_ctl_create", ""), query.FuncIn(xqConn, "xqc_conn_create", "")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		ci := x.Def(query.FuncIn(xqCubic, "xqc_cubic_init", ""))
+		cl := x.Def(query.FuncIn(xqCubic, "xqc_cubic_on_lost", ""))
+		sc := x.Def(query.FuncIn(xqSendCtl, "xqc_send_ctl_create", ""))
+		cc := x.Def(query.FuncIn(xqConn, "xqc_conn_create", ""))
+		var common []audit.Evidence
+		if a, ok := x.AssignIn(sc, "ctl_cong_callback", "xqc_cubic_cb"); ok {
+			common = append(common, x.Evidence(a.Pos, "setting", "default controller when the application sets none: "+a.RHS))
 		}
-		rhs := strings.TrimSpace(strings.TrimPrefix(a.RHS, s.strip))
-		f, err := x.Resolver(nil).Constant(s.q, rhs, a.Pos, s.label, "Cubic with XQC_CUBIC_MSS = XQC_MSS", false)
-		if err != nil {
-			return nil, err
+		var out []audit.Finding
+		for _, s := range []struct {
+			q           audit.Question
+			def         syntax.Def
+			target, sub string
+			label       string
+			strip       string
+		}{
+			{audit.ConstInitialWindow, ci, "init_cwnd", "XQC_CUBIC_INIT_WIN", "XQC_CUBIC_INIT_WIN", ""},
+			{audit.ConstMinWindow, ci, "min_cwnd", "XQC_CUBIC_MIN_WIN", "XQC_CUBIC_MIN_WIN (floor after a loss)", ""},
+			{audit.ConstLossFactor, cl, "cwnd", "XQC_CUBIC_BETA", "XQC_CUBIC_BETA / XQC_CUBIC_BETA_SCALE", "cubic->cwnd *"},
+		} {
+			a, ok := x.AssignIn(s.def, s.target, s.sub)
+			if !ok {
+				x.Missing("assignment " + s.target + " in " + s.def.Name)
+				continue
+			}
+			rhs := strings.TrimSpace(strings.TrimPrefix(a.RHS, s.strip))
+			f, err := x.Resolver(nil).Constant(s.q, rhs, a.Pos, s.label, "Cubic with XQC_CUBIC_MSS = XQC_MSS", false)
+			if err != nil {
+				return nil, err
+			}
+			f.Evidence = query.Dedupe(append(f.Evidence, common...))
+			out = append(out, f)
 		}
-		f.Evidence = query.Dedupe(append(f.Evidence, common...))
-		out = append(out, f)
-	}
-	if a, ok := x.AssignIn(cc, "initial_rtt", "XQC_kInitialRtt_us"); ok {
-		f, err := x.Resolver(nil).Constant(audit.ConstDefaultRTT, a.RHS, a.Pos, "XQC_kInitialRtt_us (when initial_rtt is 0)", query.GuardText(a.Guards), false)
-		if err != nil {
-			return nil, err
+		if a, ok := x.AssignIn(cc, "initial_rtt", "XQC_kInitialRtt_us"); ok {
+			f, err := x.Resolver(nil).Constant(audit.ConstDefaultRTT, a.RHS, a.Pos, "XQC_kInitialRtt_us (when initial_rtt is 0)", query.GuardText(a.Guards), false)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		} else {
+			x.Missing("initial_rtt default in xqc_conn_create")
 		}
-		out = append(out, f)
-	} else {
-		x.Missing("initial_rtt default in xqc_conn_create")
-	}
-	return out, nil
+		return out, nil
+	},
 }
