@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/migaudit/migaudit/audit"
@@ -491,4 +492,54 @@ func (c *Code) AbsentFor(q audit.Question, what string) audit.Finding {
 	f := c.Absent(what)
 	f.Question, f.Role = q, Both
 	return f
+}
+
+// ArgFor is the text call passes for fn's parameter named param ("" if none).
+func ArgFor(call syntax.Call, fn syntax.Def, param string) string {
+	for i, p := range fn.Params {
+		if p == param && i < len(call.Args) {
+			return call.Args[i].Text
+		}
+	}
+	return ""
+}
+
+// IfsNaming are the if-conditions in f that name sub: the guards of its
+// calls and assignments and its early exits, one per line, in line order.
+func IfsNaming(f *syntax.File, sub string) []syntax.Guard {
+	byLine := map[int]syntax.Guard{}
+	collect := func(gs []syntax.Guard) {
+		for _, g := range gs {
+			if g.Kind == "if" && strings.Contains(g.Cond, sub) {
+				byLine[g.Line] = g
+			}
+		}
+	}
+	for _, x := range f.AllCalls() {
+		collect(x.Guards)
+	}
+	for _, a := range f.Assigns("") {
+		collect(a.Guards)
+	}
+	for _, e := range f.Exits("") {
+		if strings.Contains(e.Cond, sub) {
+			byLine[e.Line] = syntax.Guard{Pos: e.Pos, Kind: "if", Cond: e.Cond}
+		}
+	}
+	out := make([]syntax.Guard, 0, len(byLine))
+	for _, g := range byLine {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Line < out[j].Line })
+	return out
+}
+
+// GuardedBy reports whether any guard's condition names sub.
+func GuardedBy(gs []syntax.Guard, sub string) bool {
+	for _, g := range gs {
+		if strings.Contains(g.Cond, sub) {
+			return true
+		}
+	}
+	return false
 }

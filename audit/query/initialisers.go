@@ -72,3 +72,66 @@ func (c *Code) fieldIndex(strct, field string) int {
 	}
 	return -1
 }
+
+// Enumerators are the values of enum (tag or typedef name) across the files, in order.
+func (c *Code) Enumerators(enum string) []syntax.Def {
+	var out []syntax.Def
+	for _, f := range c.Set {
+		out = append(out, f.Enumerators(enum)...)
+	}
+	return out
+}
+
+// Dispatch is every call through a callback field (a function pointer, not a
+// function of that name) and the enumerators each passes at one argument (a
+// ternary passes two).
+type Dispatch struct {
+	Sites []syntax.Call
+	Named [][]string     // per site, the enumerators it passes
+	Count map[string]int // per enumerator, the sites passing it
+}
+
+// Dispatches reads the calls through field whose argument arg names values.
+func (c *Code) Dispatches(field string, arg int, values []syntax.Def) Dispatch {
+	is := map[string]bool{}
+	for _, v := range values {
+		is[v.Name] = true
+	}
+	d := Dispatch{Count: map[string]int{}}
+	for _, x := range c.Set.Calls(field) {
+		if x.Callee == field {
+			continue // a function of that name, not the callback field
+		}
+		var named []string
+		if len(x.Args) > arg {
+			for _, id := range x.Args[arg].Idents {
+				if is[id] {
+					named = append(named, id)
+					d.Count[id]++
+				}
+			}
+		}
+		d.Sites = append(d.Sites, x)
+		d.Named = append(d.Named, named)
+	}
+	return d
+}
+
+// Forward is the first call inside function fn, to a function handles
+// accepts, that passes fn's parameter param on: one level of forwarding
+// (dcubic_notify handing its notification to cubic_notify).
+func (c *Code) Forward(fn, param string, handles func(string) bool) (syntax.Call, bool) {
+	for _, f := range c.Set {
+		for _, x := range f.CallsIn(fn) {
+			if !handles(x.Name) {
+				continue
+			}
+			for _, a := range x.Args {
+				if a.Text == param {
+					return x, true
+				}
+			}
+		}
+	}
+	return syntax.Call{}, false
+}

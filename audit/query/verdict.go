@@ -180,3 +180,10 @@ func (fs *Findings) Result() ([]audit.Finding, error) {
 	}
 	return fs.list, nil
 }
+
+// Answer starts the finding of one role: answer given, mechanism to come.
+func (c *Code) Answer(role string, a audit.Answer) audit.Finding {
+	f := c.Finding(a, "")
+	f.Role = role
+	return f
+}

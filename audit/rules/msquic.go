@@ -34,8 +34,7 @@ var msquicQ1 = &query.Rule{
 		if len(x.Set.Defs(msquicReset)) == 0 {
 			return []audit.Finding{x.Absent(msquicReset)}, nil
 		}
-		f := x.Finding(audit.Asymmetric, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.Asymmetric)
 		var onPathSwitch []syntax.Call
 		for _, c := range calls {
 			note := "in " + c.Func
@@ -153,8 +152,7 @@ var msquicQ3 = &query.Rule{
 		if lf == nil {
 			return []audit.Finding{x.Absent("src/core/loss_detection.c")}, nil
 		}
-		f := x.Finding(audit.Split, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.Split)
 		var gate []syntax.Assign
 		for _, a := range lf.Assigns("") {
 			if a.Target == "NewLargestAckDifferentPath" && strings.Contains(a.RHS, "PathId") {
@@ -235,8 +233,7 @@ var msquicQ2 = &query.Rule{
 		if len(inCase) == 0 {
 			return []audit.Finding{x.Absent("case QUIC_FRAME_PATH_RESPONSE")}, nil
 		}
-		f := x.Finding(audit.No, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.No)
 		rtt := 0
 		var names []string
 		check := func(cs []syntax.Call) {

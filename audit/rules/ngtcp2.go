@@ -146,8 +146,7 @@ var ngtcp2Q3 = &query.Rule{
 		if rtb == nil || len(x.Set.Defs("cc_pkt_num")) == 0 {
 			return []audit.Finding{x.Absent("cc_pkt_num watermark (lib/ngtcp2_rtb.c)")}, nil
 		}
-		f := x.Finding(audit.Yes, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.Yes)
 		for _, d := range x.Set.Defs("cc_pkt_num") {
 			if d.Kind == syntax.DefField {
 				note := "field"
@@ -167,39 +166,15 @@ var ngtcp2Q3 = &query.Rule{
 			}
 			f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "call", "watermark = "+arg))
 		}
-		guards := map[int]syntax.Guard{}
-		collect := func(gs []syntax.Guard) {
-			for _, g := range gs {
-				if g.Kind == "if" && strings.Contains(g.Cond, "cc_pkt_num") {
-					guards[g.Line] = g
-				}
-			}
-		}
-		for _, c := range rtb.AllCalls() {
-			collect(c.Guards)
-		}
-		for _, a := range rtb.Assigns("") {
-			collect(a.Guards)
-		}
-		for _, e := range rtb.Exits("") {
-			if strings.Contains(e.Cond, "cc_pkt_num") {
-				guards[e.Line] = syntax.Guard{Pos: e.Pos, Kind: "if", Cond: e.Cond}
-			}
-		}
+		guards := query.IfsNaming(rtb, "cc_pkt_num")
 		asserts := 0
 		for _, c := range rtb.Calls("assert") {
 			if len(c.Args) > 0 && strings.Contains(c.Args[0].Text, "cc_pkt_num") {
 				asserts++
 			}
 		}
-		lines := make([]int, 0, len(guards))
-		for l := range guards {
-			lines = append(lines, l)
-		}
-		sortInts(lines)
-		for _, l := range lines {
-			g := guards[l]
-			fn, _ := rtb.FuncAt(l)
+		for _, g := range guards {
+			fn, _ := rtb.FuncAt(g.Line)
 			f.Evidence = append(f.Evidence, x.Evidence(g.Pos, "guard", g.Cond+" in "+fn.Name))
 		}
 		f.Counts["watermark_resets"] = len(setters)
@@ -208,20 +183,9 @@ var ngtcp2Q3 = &query.Rule{
 		// The RTT half of Q3: is the RTT sample taken from an acknowledged
 		// packet also kept behind the watermark? A guard must enclose the
 		// call to ngtcp2_conn_update_rtt itself.
-		var rttGuarded, rttUnguarded []syntax.Call
-		for _, c := range rtb.Calls("ngtcp2_conn_update_rtt") {
-			guarded := false
-			for _, g := range c.Guards {
-				if strings.Contains(g.Cond, "cc_pkt_num") {
-					guarded = true
-				}
-			}
-			if guarded {
-				rttGuarded = append(rttGuarded, c)
-			} else {
-				rttUnguarded = append(rttUnguarded, c)
-			}
-		}
+		updates := rtb.Calls("ngtcp2_conn_update_rtt")
+		rttGuarded := query.Filter(updates, func(c syntax.Call) bool { return query.GuardedBy(c.Guards, "cc_pkt_num") })
+		rttUnguarded := query.Filter(updates, func(c syntax.Call) bool { return !query.GuardedBy(c.Guards, "cc_pkt_num") })
 		for _, c := range rttUnguarded {
 			conds := make([]string, 0, len(c.Guards))
 			for _, g := range c.Guards {
@@ -272,8 +236,7 @@ var ngtcp2Q2 = &query.Rule{
 				rtt++
 			}
 		}
-		f := x.Finding(audit.No, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.No)
 		f.Evidence = append(f.Evidence, x.Evidence(h.Pos, "definition", "PATH_RESPONSE handler"))
 		if d, ok := x.Lookup(query.Func(ngtcp2StatCC)); ok {
 			for _, a := range x.FileOf(d.Pos).Assigns(d.Name) {
@@ -416,12 +379,4 @@ func initcwndFormula(f *syntax.File, fn syntax.Def) (string, error) {
 func replaceIdent(s, name, with string) string {
 	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
 	return re.ReplaceAllLiteralString(s, with)
-}
-
-func sortInts(a []int) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
 }

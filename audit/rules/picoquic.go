@@ -38,17 +38,12 @@ var picoResetDispatch = &query.Rule{
 		"callback handles picoquic_congestion_notification_reset, and every dispatch through the " +
 		"alg_notify callback by notification value: a handled but never dispatched reset is a dead hook.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		var values []syntax.Def
-		for _, f := range x.Set {
-			values = append(values, f.Enumerators(picoNotifyEnum)...)
-		}
+		values := x.Enumerators(picoNotifyEnum)
 		if len(values) == 0 {
 			return []audit.Finding{x.Absent("enum " + picoNotifyEnum)}, nil
 		}
-		isValue := map[string]bool{}
 		var resetDef *syntax.Def
 		for i, v := range values {
-			isValue[v.Name] = true
 			if v.Name == picoResetValue {
 				resetDef = &values[i]
 			}
@@ -56,25 +51,10 @@ var picoResetDispatch = &query.Rule{
 		if resetDef == nil {
 			return []audit.Finding{x.Absent(picoResetValue)}, nil
 		}
-
 		// Dispatches: every call through the notify callback, by the
-		// enumerators its notification argument names (a ternary names two).
-		dispatch := map[string]int{}
-		var sites []syntax.Call
-		for _, c := range x.Set.Calls(picoNotifyField) {
-			if c.Callee == picoNotifyField {
-				continue // a function of that name, not the callback field
-			}
-			sites = append(sites, c)
-			if len(c.Args) < 3 {
-				continue
-			}
-			for _, id := range c.Args[2].Idents {
-				if isValue[id] {
-					dispatch[id]++
-				}
-			}
-		}
+		// enumerators its notification argument names.
+		disp := x.Dispatches(picoNotifyField, 2, values)
+		dispatch, sites := disp.Count, disp.Sites
 
 		// Algorithms: initialisers of picoquic_congestion_algorithm_t and their notify function.
 		algs := x.Initialisers(picoAlgType, picoAlgStruct, picoNotifyField)
@@ -84,8 +64,7 @@ var picoResetDispatch = &query.Rule{
 				direct[m.Func] = m
 			}
 		}
-		f := x.Finding(audit.No, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.No)
 		handlers, viaForward := 0, 0
 		var notes []string
 		for _, a := range algs {
@@ -97,23 +76,9 @@ var picoResetDispatch = &query.Rule{
 			// One level of forwarding: the notify function passes its
 			// notification on to a function that handles the reset.
 			fwd := ""
-			for _, fl := range x.Set {
-				for _, c := range fl.CallsIn(a.Value) {
-					if _, ok := direct[c.Name]; ok {
-						for _, arg := range c.Args {
-							if arg.Text == "notification" {
-								fwd = c.Name
-							}
-						}
-						if fwd != "" {
-							f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "handler", fmt.Sprintf("%s via %s, forwarding to %s", a.Var, a.Value, fwd)))
-							break
-						}
-					}
-				}
-				if fwd != "" {
-					break
-				}
+			if c, ok := x.Forward(a.Value, "notification", func(n string) bool { _, ok := direct[n]; return ok }); ok {
+				fwd = c.Name
+				f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "handler", fmt.Sprintf("%s via %s, forwarding to %s", a.Var, a.Value, fwd)))
 			}
 			if fwd != "" {
 				handlers++
@@ -144,14 +109,10 @@ var picoResetDispatch = &query.Rule{
 			f.Counts["dispatched:"+strings.TrimPrefix(v.Name, "picoquic_congestion_notification_")] = dispatch[v.Name]
 		}
 		f.Evidence = append([]audit.Evidence{x.Evidence(resetDef.Pos, "definition", "enumerator of "+picoNotifyEnum)}, f.Evidence...)
-		for _, c := range sites {
+		for i, c := range sites {
 			var named []string
-			if len(c.Args) > 2 {
-				for _, id := range c.Args[2].Idents {
-					if isValue[id] {
-						named = append(named, strings.TrimPrefix(id, "picoquic_congestion_notification_"))
-					}
-				}
+			for _, id := range disp.Named[i] {
+				named = append(named, strings.TrimPrefix(id, "picoquic_congestion_notification_"))
 			}
 			f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "dispatch", "notifies "+strings.Join(named, "|")+" in "+c.Func))
 		}
@@ -201,12 +162,9 @@ var picoPathValidation = &query.Rule{
 			}
 		}
 		// Where is the window set to the initial value at all?
-		var reinit []syntax.Assign
-		for _, a := range x.Assigns("") {
-			if a.Target == "cwin" && strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL") {
-				reinit = append(reinit, a)
-			}
-		}
+		reinit := query.Filter(x.Assigns(""), func(a syntax.Assign) bool {
+			return a.Target == "cwin" && strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL")
+		})
 		f := x.Finding(audit.No, "")
 		f.Role = "" // supporting the combined answer of picoquic/reset-notification
 		f.Counts["calls_in_handler"] = len(calls)
@@ -260,16 +218,7 @@ var picoQ2 = &query.Rule{
 			return []audit.Finding{f}, nil
 		}
 		call := calls[0]
-		epochIdx := -1
-		for i, prm := range upd.Params {
-			if prm == "epoch" {
-				epochIdx = i
-			}
-		}
-		epochArg := ""
-		if epochIdx >= 0 && epochIdx < len(call.Args) {
-			epochArg = call.Args[epochIdx].Text
-		}
+		epochArg := query.ArgFor(call, upd, "epoch")
 		// The guard on the update's body that names rtt_is_initialized.
 		var guard *syntax.Guard
 		uf := x.FileOf(upd.Pos)
@@ -295,8 +244,7 @@ var picoQ2 = &query.Rule{
 				}
 			}
 		}
-		f := x.Finding(audit.Inert, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.Inert)
 		f.Counts["challenge_rtt_calls"] = len(calls)
 		f.Counts["rtt_is_initialized_set"] = len(setTo1)
 		f.Counts["rtt_is_initialized_cleared"] = len(setTo0)
@@ -336,12 +284,7 @@ var picoQ3 = &query.Rule{
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		handler := x.Def(query.Func(picoPathResponse))
 		hf := x.FileOf(handler.Pos)
-		var promote []syntax.Assign
-		for _, a := range hf.Assigns(handler.Name) {
-			if a.Target == "first_tuple" {
-				promote = append(promote, a)
-			}
-		}
+		promote := query.Filter(hf.Assigns(handler.Name), func(a syntax.Assign) bool { return a.Target == "first_tuple" })
 		created := query.InFunc(x.Set.Calls("picoquic_create_path"), handler.Name)
 		// ACK-derived RTT samples (epoch >= 0; epoch -1 marks the handshake and
 		// challenge hints), and whether any is filtered by tuple.
@@ -355,8 +298,7 @@ var picoQ3 = &query.Rule{
 				tupleGuarded = append(tupleGuarded, c)
 			}
 		}
-		f := x.Finding(audit.No, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.No)
 		f.Counts["tuple_promotions"] = len(promote)
 		f.Counts["paths_created_on_validation"] = len(created)
 		f.Counts["ack_rtt_sample_sites"] = len(samples)
@@ -396,12 +338,9 @@ var picoConstants = &query.Rule{
 			out.Append(x.Absent("macro PICOQUIC_CWIN_INITIAL"))
 		}
 		// An effective window of 10 × the negotiated send size: look for it.
-		var effective []syntax.Assign
-		for _, a := range x.Assigns("") {
-			if a.Target == "cwin" && strings.Contains(a.RHS, "send_mtu") && (strings.Contains(a.RHS, "10") || strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL")) {
-				effective = append(effective, a)
-			}
-		}
+		effective := query.Filter(x.Assigns(""), func(a syntax.Assign) bool {
+			return a.Target == "cwin" && strings.Contains(a.RHS, "send_mtu") && (strings.Contains(a.RHS, "10") || strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL"))
+		})
 		if len(effective) > 0 {
 			a := effective[0]
 			out.Add(x.Constant(audit.ConstInitialWindow, "10*S", map[string]float64{"S": 1424}, "effective (10 x send size)", "cwin = "+a.RHS+" in "+a.Func, a.Pos))
@@ -418,12 +357,9 @@ var picoConstants = &query.Rule{
 			out.Append(f)
 		}
 		// Floors: BBR's 2 × send_mtu (what a BBR loss cascade bottoms out at) and the macro.
-		var bbrFloor []syntax.Assign
-		for _, a := range x.Assigns("") {
-			if a.Target == "cwin" && strings.ReplaceAll(a.RHS, " ", "") == "2*path_x->send_mtu" {
-				bbrFloor = append(bbrFloor, a)
-			}
-		}
+		bbrFloor := query.Filter(x.Assigns(""), func(a syntax.Assign) bool {
+			return a.Target == "cwin" && strings.ReplaceAll(a.RHS, " ", "") == "2*path_x->send_mtu"
+		})
 		if len(bbrFloor) > 0 {
 			a := bbrFloor[0]
 			out.Add(x.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": 1424}, "2 x send_mtu ("+a.Func+")", fmt.Sprintf("cwin = %s in %s (%s)", a.RHS, a.Func, query.Plural(len(bbrFloor), "site")), a.Pos))

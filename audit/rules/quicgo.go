@@ -37,8 +37,7 @@ var quicgoMigratedPath = &query.Rule{
 			return []audit.Finding{x.Absent("(*sentPacketHandler).MigratedPath")}, nil
 		}
 		calls := x.Set.Calls("MigratedPath")
-		f := x.Finding(audit.Yes, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.Yes)
 		roles := map[string]int{}
 		for _, c := range calls {
 			role := "migrating"
@@ -112,8 +111,7 @@ var quicgoQ3 = &query.Rule{
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		mp := x.Def(query.Func("MigratedPath"))
 		declared := query.InFunc(x.Set.Calls("DeclareLost"), mp.Name)
-		f := x.Finding(audit.Yes, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.Yes)
 		f.Evidence = append(f.Evidence, x.CallEvidence(declared, "call", "")...)
 		var nils []syntax.Assign
 		for _, d := range x.Set.Funcs("DeclareLost") {
@@ -158,8 +156,7 @@ var quicgoQ2 = &query.Rule{
 		"is read only to space PATH_CHALLENGE probes.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		rd := x.Def(query.Func("ResetForPathMigration"))
-		f := x.Finding(audit.No, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.No)
 		f.Evidence = append(f.Evidence, x.Evidence(rd.Pos, "definition", fmt.Sprintf("%d parameters", len(rd.Params))))
 		var uses []syntax.Mention
 		for _, m := range x.Set.Mentions("initialRTT") {

@@ -91,26 +91,12 @@ var quichePerPath = &query.Rule{
 			return []audit.Finding{x.Absent("Path::new")}, nil
 		}
 		pf := x.FileOf(pathNew.Pos)
-		var init []syntax.Assign
-		for _, a := range pf.Assigns("new") {
-			if a.FuncOwner == "Path" && a.Target == "recovery" && strings.Contains(a.RHS, "Recovery::new") {
-				init = append(init, a)
-			}
-		}
-		var creations []syntax.Call
-		for _, c := range query.Live(x.Set.Calls("new")) {
-			if c.Callee == "path::Path::new" || c.Callee == "Path::new" {
-				creations = append(creations, c)
-			}
-		}
-		var switches []syntax.Call
-		for _, c := range query.Live(x.Set.Calls("on_path_change")) {
-			if strings.Contains(c.Callee, "recovery") {
-				switches = append(switches, c)
-			}
-		}
-		f := x.Finding(audit.Yes, "")
-		f.Role = "both"
+		init := query.Filter(pf.Assigns("new"), func(a syntax.Assign) bool {
+			return a.FuncOwner == "Path" && a.Target == "recovery" && strings.Contains(a.RHS, "Recovery::new")
+		})
+		creations := query.Filter(query.Live(x.Set.Calls("new")), func(c syntax.Call) bool { return c.Callee == "path::Path::new" || c.Callee == "Path::new" })
+		switches := query.Filter(query.Live(x.Set.Calls("on_path_change")), func(c syntax.Call) bool { return strings.Contains(c.Callee, "recovery") })
+		f := x.Answer(query.Both, audit.Yes)
 		f.Evidence = append(f.Evidence, x.Evidence(pathNew.Pos, "definition", "Path::new"))
 		for _, a := range init {
 			f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", "per-path recovery = "+a.RHS))
@@ -151,20 +137,13 @@ var quicheQ2 = &query.Rule{
 			return []audit.Finding{x.Absent("Path::on_response_received")}, nil
 		}
 		hf := x.FileOf(h.Pos)
-		var rttCalls []syntax.Call
-		for _, c := range hf.CallsIn(h.Name) {
-			if c.FuncOwner == "Path" && strings.Contains(strings.ToLower(c.Name), "rtt") {
-				rttCalls = append(rttCalls, c)
-			}
-		}
-		var rttAssigns []syntax.Assign
-		for _, a := range hf.Assigns(h.Name) {
-			if a.FuncOwner == "Path" && strings.Contains(strings.ToLower(a.LHS), "rtt") {
-				rttAssigns = append(rttAssigns, a)
-			}
-		}
-		f := x.Finding(audit.No, "")
-		f.Role = "both"
+		rttCalls := query.Filter(hf.CallsIn(h.Name), func(c syntax.Call) bool {
+			return c.FuncOwner == "Path" && strings.Contains(strings.ToLower(c.Name), "rtt")
+		})
+		rttAssigns := query.Filter(hf.Assigns(h.Name), func(a syntax.Assign) bool {
+			return a.FuncOwner == "Path" && strings.Contains(strings.ToLower(a.LHS), "rtt")
+		})
+		f := x.Answer(query.Both, audit.No)
 		f.Evidence = append(f.Evidence, x.Evidence(h.Pos, "definition", "PATH_RESPONSE handler"))
 		for _, d := range append(x.Set.Defs("DEFAULT_INITIAL_RTT"), x.Set.Defs("INITIAL_RTT")...) {
 			if d.Kind == syntax.DefConst && !d.Test {
@@ -190,8 +169,7 @@ var quicheQ3 = &query.Rule{
 	Doc: "Which structs hold a Recovery field: only Path means every ACK feeds the estimator of the path its packet was sent on.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		var owners []string
-		f := x.Finding(audit.Yes, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.Yes)
 		for _, d := range query.LiveDefs(x.Set.Defs("recovery")) {
 			if d.Kind != syntax.DefField {
 				continue

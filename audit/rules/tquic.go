@@ -42,12 +42,7 @@ func tquicActivation(x *query.Code) (query.Verdict, bool) {
 	if okA {
 		v.Add(x.Evidence(sa.Pos, "call", "a validated path becomes active only if multipath: "+sa.Text))
 	}
-	var actTrue []syntax.Call
-	for _, c := range x.Calls("set_active") {
-		if len(c.Args) == 1 && c.Args[0].Text == "true" {
-			actTrue = append(actTrue, c)
-		}
-	}
+	actTrue := query.Filter(x.Calls("set_active"), func(c syntax.Call) bool { return len(c.Args) == 1 && c.Args[0].Text == "true" })
 	v.Count("set_active_true_call_sites", len(actTrue))
 	for _, c := range actTrue {
 		v.Add(x.Evidence(c.Pos, "call", "set_active(true) in "+c.Func+" ("+c.Path+")"))
