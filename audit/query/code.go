@@ -16,6 +16,7 @@ type Code struct {
 	*audit.Pass
 	Set     audit.Set
 	anchors map[Anchor]syntax.Def
+	needs   []Anchor
 	missing []string
 }
 
@@ -542,4 +543,13 @@ func GuardedBy(gs []syntax.Guard, sub string) bool {
 		}
 	}
 	return false
+}
+
+// Needed are the definitions of the rule's Needs, in their order.
+func (c *Code) Needed() []syntax.Def {
+	out := make([]syntax.Def, len(c.needs))
+	for i, a := range c.needs {
+		out[i] = c.anchors[a]
+	}
+	return out
 }

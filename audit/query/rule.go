@@ -65,6 +65,7 @@ func (r *Rule) Audit() *audit.Rule {
 		if err != nil {
 			return nil, err
 		}
+		c.needs = r.Needs
 		for _, a := range r.Needs {
 			c.Def(a)
 		}

@@ -187,3 +187,11 @@ func (c *Code) Answer(role string, a audit.Answer) audit.Finding {
 	f.Role = role
 	return f
 }
+
+// Q3PerRole is Q3 where the observing endpoint's answer comes from the
+// aspects and the migrating endpoint's from its verdict: both roles, the
+// combined answer, then the aspect findings.
+func (c *Code) Q3PerRole(obsMechanism string, as []Aspect, mig Verdict) []audit.Finding {
+	obs, aux := c.Q3(Observing, obsMechanism, as)
+	return append(c.PerRole(audit.Q3, c.RoleFinding(audit.Q3, Migrating, mig), obs), aux...)
+}

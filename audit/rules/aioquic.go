@@ -66,9 +66,8 @@ var aioQ1 = &query.Rule{
 	Doc:   "Where are the recovery state's RTT and controller assigned (only __init__?), and what does a path promotion or CID change do?",
 	Needs: []query.Anchor{query.FuncIn(aioConn, "receive_datagram", "QuicConnection"), query.FuncIn(aioConn, "__init__", "QuicNetworkPath"), query.FuncIn(aioConn, "change_connection_id", "QuicConnection")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		rd := x.Def(query.FuncIn(aioConn, "receive_datagram", "QuicConnection"))
-		np := x.Def(query.FuncIn(aioConn, "__init__", "QuicNetworkPath"))
-		cci := x.Def(query.FuncIn(aioConn, "change_connection_id", "QuicConnection"))
+		n := x.Needed()
+		rd, np, cci := n[0], n[1], n[2]
 		base := query.Verdict{}
 		var fields []string
 		for _, a := range x.AssignsIn(np) {
@@ -126,7 +125,7 @@ var aioQ2 = &query.Rule{
 	Doc:   "Does _handle_path_response_frame touch the RTT estimator?",
 	Needs: []query.Anchor{query.FuncIn(aioConn, "_handle_path_response_frame", "QuicConnection")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		h := x.Def(query.FuncIn(aioConn, "_handle_path_response_frame", "QuicConnection"))
+		h := x.Needed()[0]
 		v := query.Verdict{}
 		v.Add(x.Evidence(h.Pos, "handler", "_handle_path_response_frame"))
 		for _, a := range x.AssignsIn(h) {
@@ -146,8 +145,8 @@ var aioQ3 = &query.Rule{
 	Doc:   "Do sent packets carry a path, and is ACK/loss processing gated by it?",
 	Needs: []query.Anchor{query.FuncIn(aioRec, "on_ack_received", "QuicPacketRecovery"), query.FuncIn(aioRec, "_on_packets_lost", "QuicPacketRecovery")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		oar := x.Def(query.FuncIn(aioRec, "on_ack_received", "QuicPacketRecovery"))
-		lost := x.Def(query.FuncIn(aioRec, "_on_packets_lost", "QuicPacketRecovery"))
+		n := x.Needed()
+		oar, lost := n[0], n[1]
 		pb := x.File(aioPB)
 		if pb == nil {
 			return x.Absence()

@@ -133,7 +133,7 @@ var lsqQ2 = &query.Rule{
 	Doc:   "Does process_path_response_frame touch rtt_stats?",
 	Needs: []query.Anchor{query.FuncIn(lsqConn, "process_path_response_frame", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		pr := x.Def(query.FuncIn(lsqConn, "process_path_response_frame", ""))
+		pr := x.Needed()[0]
 		v := query.Verdict{}
 		v.Add(x.Evidence(pr.Pos, "handler", "process_path_response_frame"))
 		if c, ok := x.CallIn(pr, "switch_path_to"); ok {
@@ -153,10 +153,8 @@ var lsqQ3 = &query.Rule{
 	Doc:   "After repath, are old-path packets kept out of RTT, growth, loss and bytes in flight?",
 	Needs: []query.Anchor{query.FuncIn(lsqCtl, "lsquic_send_ctl_repath", ""), query.FuncIn(lsqCtl, "lsquic_send_ctl_got_ack", ""), query.FuncIn(lsqCtl, "take_rtt_sample", ""), query.FuncIn(lsqCtl, "send_ctl_loss_event", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		rp := x.Def(query.FuncIn(lsqCtl, "lsquic_send_ctl_repath", ""))
-		ack := x.Def(query.FuncIn(lsqCtl, "lsquic_send_ctl_got_ack", ""))
-		trs := x.Def(query.FuncIn(lsqCtl, "take_rtt_sample", ""))
-		le := x.Def(query.FuncIn(lsqCtl, "send_ctl_loss_event", ""))
+		n := x.Needed()
+		rp, ack, trs, le := n[0], n[1], n[2], n[3]
 		relabel, okL := x.AssignIn(rp, "po_path", "new")
 		var relabelEv []audit.Evidence
 		if okL {
@@ -201,11 +199,8 @@ var lsqConstants = &query.Rule{
 	Doc:   "Adaptive default (Cubic below es_cc_rtt_thresh, else BBRv1): initial windows, minimum windows, Cubic loss factor, INITIAL_RTT.",
 	Needs: []query.Anchor{query.FuncIn(lsqCubic, "cubic_reset", ""), query.FuncIn(lsqBBR, "init_bbr", ""), query.FuncIn(lsqCubic, "lsquic_cubic_loss", ""), query.FuncIn(lsqCubic, "lsquic_cubic_timeout", ""), query.FuncIn(lsqCtl, "send_ctl_select_cc", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		cr := x.Def(query.FuncIn(lsqCubic, "cubic_reset", ""))
-		ib := x.Def(query.FuncIn(lsqBBR, "init_bbr", ""))
-		cl := x.Def(query.FuncIn(lsqCubic, "lsquic_cubic_loss", ""))
-		ct := x.Def(query.FuncIn(lsqCubic, "lsquic_cubic_timeout", ""))
-		sel := x.Def(query.FuncIn(lsqCtl, "send_ctl_select_cc", ""))
+		n := x.Needed()
+		cr, ib, cl, ct, sel := n[0], n[1], n[2], n[3], n[4]
 		algo, okA := x.Const("LSQUIC_DF_CC_ALGO")
 		thr, okT := x.Const("LSQUIC_DF_CC_RTT_THRESH")
 		var common []audit.Evidence

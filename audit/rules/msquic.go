@@ -22,9 +22,7 @@ var msquicFiles = []string{"src/core/*.c", "src/core/*.h", "src/inc/quic_datapat
 const msquicReset = "QuicCongestionControlReset"
 
 var msquicQ1 = &query.Rule{
-	Name:     "msquic/congestion-reset",
-	Question: audit.Q1,
-	Files:    msquicFiles, Role: query.Both,
+	Name: "msquic/congestion-reset", Question: audit.Q1, Role: query.Both, Files: msquicFiles,
 	Doc: "Counts direct call sites of QuicCongestionControlReset (the wrapper's own dispatch through the function-pointer " +
 		"field is not a call site), the guard on the one in QuicPathSetActive (port-only exemption), and what the " +
 		"QUIC_PARAM_CONN_LOCAL_ADDRESS setter does: in-place Paths[0] changes, no reset, client only.",
@@ -142,9 +140,7 @@ var msquicQ1 = &query.Rule{
 }
 
 var msquicQ3 = &query.Rule{
-	Name:     "msquic/q3-split",
-	Question: audit.Q3,
-	Files:    msquicFiles, Role: query.Both,
+	Name: "msquic/q3-split", Question: audit.Q3, Role: query.Both, Files: msquicFiles,
 	Doc: "RTT updates are gated on NewLargestAckDifferentPath; ACK byte accounting takes &Connection->Paths[0] " +
 		"(flagged `TODO - Correct?` upstream) and QUIC_ACK_EVENT has no path field.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
@@ -216,9 +212,7 @@ var msquicQ3 = &query.Rule{
 }
 
 var msquicQ2 = &query.Rule{
-	Name:     "msquic/q2-initial-rtt",
-	Question: audit.Q2,
-	Files:    msquicFiles, Role: query.Both,
+	Name: "msquic/q2-initial-rtt", Question: audit.Q2, Role: query.Both, Files: msquicFiles,
 	Doc: "What the PATH_RESPONSE frame case and QuicPathSetValid call: no RTT update; a new path's RTT comes from " +
 		"Settings.InitialRttMs in QuicPathInitialize.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
@@ -276,9 +270,7 @@ var msquicQ2 = &query.Rule{
 }
 
 var msquicConstants = &query.Rule{
-	Name:     "msquic/constants",
-	Question: audit.ConstInitialWindow,
-	Files:    msquicFiles, Role: "",
+	Name: "msquic/constants", Question: audit.ConstInitialWindow, Role: "", Files: msquicFiles,
 	Doc: "CUBIC's window = DatagramPayloadLength × InitialWindowPackets (QUIC_INITIAL_WINDOW_PACKETS), the datagram payload " +
 		"from the default minimum MTU minus IPv4 and UDP headers; QUIC_PERSISTENT_CONGESTION_WINDOW_PACKETS; TEN_TIMES_BETA_CUBIC / 10; QUIC_INITIAL_RTT.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {

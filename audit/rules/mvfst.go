@@ -176,8 +176,8 @@ var mvQ2 = &query.Rule{
 	Doc:   "Is the PATH_RESPONSE round trip (rttSample) used for the new path's RTT?",
 	Needs: []query.Anchor{query.FuncIn(mvSFF, "updateSimpleFrameOnPacketReceived", ""), query.FuncIn(mvPM, "onPathResponseReceived", "QuicPathManager")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		upr := x.Def(query.FuncIn(mvSFF, "updateSimpleFrameOnPacketReceived", ""))
-		opr := x.Def(query.FuncIn(mvPM, "onPathResponseReceived", "QuicPathManager"))
+		n := x.Needed()
+		upr, opr := n[0], n[1]
 		v := query.Verdict{}
 		meas, okM := x.AssignIn(opr, "rttSample", "pathValidationTime")
 		use, okU := x.CallIn(upr, "updateRtt", "rttSample")
@@ -254,8 +254,8 @@ var mvConstants = &query.Rule{
 	Doc:   "Cubic (default) initial window, minimum window, reduction factor; kDefaultInitialRtt.",
 	Needs: []query.Anchor{query.FuncIn(mvCubic, "Cubic", "Cubic"), query.FuncIn(mvCubic, "cubicReduction", "Cubic")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		cub := x.Def(query.FuncIn(mvCubic, "Cubic", "Cubic"))
-		loss := x.Def(query.FuncIn(mvCubic, "cubicReduction", "Cubic"))
+		n := x.Needed()
+		cub, loss := n[0], n[1]
 		cc, ccPos, okCC := x.BraceDefault(mvTS, "defaultCongestionController")
 		if !okCC {
 			if pos, ok := x.LineWith(mvTS, 1, "CongestionControlType::Cubic};"); ok {

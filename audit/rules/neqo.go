@@ -129,8 +129,8 @@ var neqoQ2 = &query.Rule{
 	Doc:   "Does Paths::path_response / Path::path_response touch the RTT estimator?",
 	Needs: []query.Anchor{query.FuncIn(neqoPath, "path_response", "Paths"), query.FuncIn(neqoPath, "path_response", "Path")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		ps := x.Def(query.FuncIn(neqoPath, "path_response", "Paths"))
-		pp := x.Def(query.FuncIn(neqoPath, "path_response", "Path"))
+		n := x.Needed()
+		ps, pp := n[0], n[1]
 		v := query.Verdict{}
 		v.Add(x.Evidence(ps.Pos, "handler", "Paths::path_response"), x.Evidence(pp.Pos, "handler", "Path::path_response"))
 		for _, c := range x.CommentsIn(neqoPath, ps.Line, ps.EndLine, "RTT") {
@@ -152,12 +152,8 @@ var neqoQ3 = &query.Rule{
 	Doc:   "Where is the primary-path flag cleared (Loss::migrate call sites) and which accounting does it gate?",
 	Needs: []query.Anchor{query.FuncIn(neqoRec, "migrate", "Loss"), query.FuncIn(neqoRec, "on_ack_received", "Loss"), query.FuncIn(neqoConn, "handle_migration", "Connection"), query.FuncIn(neqoCC, "on_packets_acked", "ClassicCongestionController"), query.FuncIn(neqoCC, "on_packets_lost", "ClassicCongestionController"), query.FuncIn(neqoCC, "on_packet_sent", "ClassicCongestionController")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		lm := x.Def(query.FuncIn(neqoRec, "migrate", "Loss"))
-		oar := x.Def(query.FuncIn(neqoRec, "on_ack_received", "Loss"))
-		hm := x.Def(query.FuncIn(neqoConn, "handle_migration", "Connection"))
-		acked := x.Def(query.FuncIn(neqoCC, "on_packets_acked", "ClassicCongestionController"))
-		lost := x.Def(query.FuncIn(neqoCC, "on_packets_lost", "ClassicCongestionController"))
-		sent := x.Def(query.FuncIn(neqoCC, "on_packet_sent", "ClassicCongestionController"))
+		n := x.Needed()
+		lm, oar, hm, acked, lost, sent := n[0], n[1], n[2], n[3], n[4], n[5]
 		// Loss::migrate call sites (the only place the primary-path flag is cleared on migration).
 		sites := query.Filter(x.File(neqoConn).Calls("migrate"), func(c syntax.Call) bool { return strings.Contains(c.Callee, "loss_recovery.migrate") })
 		inFns := query.Funcs(sites)
@@ -214,9 +210,8 @@ var neqoConstants = &query.Rule{
 	Doc:   "cwnd_initial(plpmtu), cwnd_min, Cubic beta (dividend/divisor), DEFAULT_INITIAL_RTT.",
 	Needs: []query.Anchor{query.FreeFuncIn(neqoCC, "cwnd_initial"), query.FuncIn(neqoCC, "cwnd_min", "ClassicCongestionController"), query.FuncIn("neqo-transport/src/pmtud.rs", "header_size", "Pmtud")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		ci := x.Def(query.FreeFuncIn(neqoCC, "cwnd_initial"))
-		cm := x.Def(query.FuncIn(neqoCC, "cwnd_min", "ClassicCongestionController"))
-		hs := x.Def(query.FuncIn("neqo-transport/src/pmtud.rs", "header_size", "Pmtud"))
+		n := x.Needed()
+		ci, cm, hs := n[0], n[1], n[2]
 		table, ok4 := x.Const("MTU_SIZES_V4")
 		params, ok5 := x.Find(query.FuncIn("neqo-transport/src/connection/params.rs", "default", "ConnectionParameters"))
 		if !ok4 || !ok5 {

@@ -51,13 +51,11 @@ func ngtcp2Kind(fn string) string {
 }
 
 var ngtcp2Reset = &query.Rule{
-	Name:     "ngtcp2/reset-congestion-state",
-	Question: audit.Q1,
-	Files:    ngtcp2Files, Role: query.Both,
-	Needs: []query.Anchor{query.Func(ngtcp2ResetFn)},
+	Name: "ngtcp2/reset-congestion-state", Question: audit.Q1, Role: query.Both, Files: ngtcp2Files,
 	Doc: "Counts call sites of conn_reset_congestion_state, classifies each by its enclosing function (migration, " +
 		"fallback after failed validation, other) and endpoint (asserts on conn->server), and lists what " +
 		"conn_reset_conn_stat_cc assigns (RTT estimator and window).",
+	Needs: []query.Anchor{query.Func(ngtcp2ResetFn)},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		calls := x.Set.Calls(ngtcp2ResetFn)
 		f := x.Finding(audit.Yes, "")
@@ -135,9 +133,7 @@ var ngtcp2Reset = &query.Rule{
 }
 
 var ngtcp2Q3 = &query.Rule{
-	Name:     "ngtcp2/q3-watermark",
-	Question: audit.Q3,
-	Files:    ngtcp2Files, Role: query.Both,
+	Name: "ngtcp2/q3-watermark", Question: audit.Q3, Role: query.Both, Files: ngtcp2Files,
 	Doc: "ngtcp2_rtb_reset_cc_state sets cc_pkt_num to the next packet number (called from the reset); the if-guards " +
 		"in ngtcp2_rtb.c comparing a packet number with cc_pkt_num keep pre-migration packets out of congestion accounting. " +
 		"The rule also asks whether the RTT sample (ngtcp2_conn_update_rtt) sits behind the same watermark: if not, Q3 is SPLIT.",
@@ -217,13 +213,11 @@ var ngtcp2Q3 = &query.Rule{
 }
 
 var ngtcp2Q2 = &query.Rule{
-	Name:     "ngtcp2/q2-initial-rtt",
-	Question: audit.Q2,
-	Files:    ngtcp2Files, Role: query.Both,
-	Needs: []query.Anchor{query.Func("conn_recv_path_response")},
+	Name: "ngtcp2/q2-initial-rtt", Question: audit.Q2, Role: query.Both, Files: ngtcp2Files,
 	Doc:   "conn_recv_path_response validates and promotes the path without touching the RTT estimator; the reset seeds smoothed_rtt from settings.initial_rtt.",
+	Needs: []query.Anchor{query.Func("conn_recv_path_response")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		h := x.Def(query.Func("conn_recv_path_response"))
+		h := x.Needed()[0]
 		hf := x.FileOf(h.Pos)
 		rtt := 0
 		for _, c := range hf.CallsIn(h.Name) {
@@ -257,15 +251,13 @@ var ngtcp2Q2 = &query.Rule{
 }
 
 var ngtcp2Constants = &query.Rule{
-	Name:     "ngtcp2/constants",
-	Question: audit.ConstInitialWindow,
-	Files:    ngtcp2Files, Role: "",
-	Needs: []query.Anchor{query.Func("ngtcp2_cc_compute_initcwnd")},
+	Name: "ngtcp2/constants", Question: audit.ConstInitialWindow, Role: "", Files: ngtcp2Files,
 	Doc: "ngtcp2_cc_compute_initcwnd's body turned into a formula of the payload size S, S's default as the reset " +
 		"computes it, the CUBIC ssthresh factor and the 2 × S floor, NGTCP2_DEFAULT_INITIAL_RTT.",
+	Needs: []query.Anchor{query.Func("ngtcp2_cc_compute_initcwnd")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		fn := x.Needed()[0]
 		var out query.Findings
-		fn := x.Def(query.Func("ngtcp2_cc_compute_initcwnd"))
 		expr, err := initcwndFormula(x.FileOf(fn.Pos), fn)
 		if err != nil {
 			f := x.Absent("a formula in ngtcp2_cc_compute_initcwnd")

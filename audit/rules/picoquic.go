@@ -31,9 +31,7 @@ func init() {
 }
 
 var picoResetDispatch = &query.Rule{
-	Name:     "picoquic/reset-notification",
-	Question: audit.Q1,
-	Files:    picoFiles, Role: query.Both,
+	Name: "picoquic/reset-notification", Question: audit.Q1, Role: query.Both, Files: picoFiles,
 	Doc: "Counts the congestion algorithms (picoquic_congestion_algorithm_t initialisers) whose notify " +
 		"callback handles picoquic_congestion_notification_reset, and every dispatch through the " +
 		"alg_notify callback by notification value: a handled but never dispatched reset is a dead hook.",
@@ -133,14 +131,12 @@ var picoResetDispatch = &query.Rule{
 }
 
 var picoPathValidation = &query.Rule{
-	Name:     "picoquic/path-validation",
-	Question: audit.Q1,
-	Files:    picoFiles, Role: "",
-	Needs: []query.Anchor{query.Func(picoPathResponse)},
+	Name: "picoquic/path-validation", Question: audit.Q1, Role: "", Files: picoFiles,
 	Doc: "Lists what the PATH_RESPONSE handler calls and assigns: RTT and MTU updates, no congestion " +
 		"control; and where the window is re-initialised to PICOQUIC_CWIN_INITIAL (setup and new-path creation only).",
+	Needs: []query.Anchor{query.Func(picoPathResponse)},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		fn := x.Def(query.Func(picoPathResponse))
+		fn := x.Needed()[0]
 		file := x.FileOf(fn.Pos)
 		calls := file.CallsIn(fn.Name)
 		assigns := file.Assigns(fn.Name)
@@ -201,16 +197,14 @@ var picoPathValidation = &query.Rule{
 }
 
 var picoQ2 = &query.Rule{
-	Name:     "picoquic/q2-challenge-rtt",
-	Question: audit.Q2,
-	Files:    picoFiles, Role: query.Both,
-	Needs: []query.Anchor{query.Func(picoPathResponse), query.Func(picoUpdateRTT)},
+	Name: "picoquic/q2-challenge-rtt", Question: audit.Q2, Role: query.Both, Files: picoFiles,
 	Doc: "Finds the PATH_RESPONSE handler's RTT update, its epoch argument, and the guard in " +
 		"picoquic_update_path_rtt: with epoch < 0 the update runs only when !rtt_is_initialized, which is " +
 		"never cleared on a path that already has a sample (INERT).",
+	Needs: []query.Anchor{query.Func(picoPathResponse), query.Func(picoUpdateRTT)},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		handler := x.Def(query.Func(picoPathResponse))
-		upd := x.Def(query.Func(picoUpdateRTT))
+		n := x.Needed()
+		handler, upd := n[0], n[1]
 		calls := query.InFunc(x.Set.Calls(picoUpdateRTT), handler.Name)
 		if len(calls) == 0 {
 			f := x.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
@@ -275,14 +269,12 @@ var picoQ2 = &query.Rule{
 }
 
 var picoQ3 = &query.Rule{
-	Name:     "picoquic/q3-attribution",
-	Question: audit.Q3,
-	Files:    picoFiles, Role: query.Both,
-	Needs: []query.Anchor{query.Func(picoPathResponse)},
+	Name: "picoquic/q3-attribution", Question: audit.Q3, Role: query.Both, Files: picoFiles,
 	Doc: "Migration promotes a tuple inside the same path object; ACK-derived RTT samples and " +
 		"congestion notifications are keyed by path, so nothing separates old-tuple packets from new.",
+	Needs: []query.Anchor{query.Func(picoPathResponse)},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		handler := x.Def(query.Func(picoPathResponse))
+		handler := x.Needed()[0]
 		hf := x.FileOf(handler.Pos)
 		promote := query.Filter(hf.Assigns(handler.Name), func(a syntax.Assign) bool { return a.Target == "first_tuple" })
 		created := query.InFunc(x.Set.Calls("picoquic_create_path"), handler.Name)
@@ -325,9 +317,7 @@ var picoQ3 = &query.Rule{
 }
 
 var picoConstants = &query.Rule{
-	Name:     "picoquic/constants",
-	Question: audit.ConstInitialWindow,
-	Files:    picoFiles, Role: "",
+	Name: "picoquic/constants", Question: audit.ConstInitialWindow, Role: "", Files: picoFiles,
 	Doc: "PICOQUIC_CWIN_INITIAL and PICOQUIC_CWIN_MINIMUM expanded from their macros; BBR's 2 × send_mtu floor; " +
 		"PICOQUIC_INITIAL_RTT; the loss factors the algorithms apply.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {

@@ -19,9 +19,7 @@ func init() {
 var quicgoFiles = []string{"*.go", "internal/ackhandler/*.go", "internal/utils/*.go", "internal/congestion/*.go", "internal/protocol/*.go"}
 
 var quicgoMigratedPath = &query.Rule{
-	Name:     "quic-go/migrated-path",
-	Question: audit.Q1,
-	Files:    quicgoFiles, Role: query.Both,
+	Name: "quic-go/migrated-path", Question: audit.Q1, Role: query.Both, Files: quicgoFiles,
 	Doc: "Counts live call sites of sentPacketHandler.MigratedPath (tests and mocks excluded), the role of " +
 		"each (an early exit for PerspectiveClient before the call makes it the server's reactive switch), and " +
 		"what MigratedPath does: a new congestion controller, RTT reset to DefaultInitialRTT.",
@@ -102,14 +100,12 @@ var quicgoMigratedPath = &query.Rule{
 }
 
 var quicgoQ3 = &query.Rule{
-	Name:     "quic-go/q3-removal",
-	Question: audit.Q3,
-	Files:    quicgoFiles, Role: query.Both,
-	Needs: []query.Anchor{query.Func("MigratedPath")},
+	Name: "quic-go/q3-removal", Question: audit.Q3, Role: query.Both, Files: quicgoFiles,
 	Doc: "MigratedPath declares every in-flight packet lost; DeclareLost sets the history slot to nil and the " +
 		"packet iterator skips nil slots, so a late ACK from the old path matches nothing.",
+	Needs: []query.Anchor{query.Func("MigratedPath")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		mp := x.Def(query.Func("MigratedPath"))
+		mp := x.Needed()[0]
 		declared := query.InFunc(x.Set.Calls("DeclareLost"), mp.Name)
 		f := x.Answer(query.Both, audit.Yes)
 		f.Evidence = append(f.Evidence, x.CallEvidence(declared, "call", "")...)
@@ -148,14 +144,12 @@ var quicgoQ3 = &query.Rule{
 }
 
 var quicgoQ2 = &query.Rule{
-	Name:     "quic-go/q2-initial-rtt",
-	Question: audit.Q2,
-	Files:    quicgoFiles, Role: query.Both,
-	Needs: []query.Anchor{query.Func("ResetForPathMigration")},
+	Name: "quic-go/q2-initial-rtt", Question: audit.Q2, Role: query.Both, Files: quicgoFiles,
 	Doc: "ResetForPathMigration takes no argument and stores DefaultInitialRTT; the path manager's initialRTT " +
 		"is read only to space PATH_CHALLENGE probes.",
+	Needs: []query.Anchor{query.Func("ResetForPathMigration")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		rd := x.Def(query.Func("ResetForPathMigration"))
+		rd := x.Needed()[0]
 		f := x.Answer(query.Both, audit.No)
 		f.Evidence = append(f.Evidence, x.Evidence(rd.Pos, "definition", fmt.Sprintf("%d parameters", len(rd.Params))))
 		var uses []syntax.Mention
@@ -188,9 +182,7 @@ var quicgoQ2 = &query.Rule{
 }
 
 var quicgoConstants = &query.Rule{
-	Name:     "quic-go/constants",
-	Question: audit.ConstInitialWindow,
-	Files:    quicgoFiles, Role: "",
+	Name: "quic-go/constants", Question: audit.ConstInitialWindow, Role: "", Files: quicgoFiles,
 	Doc: "initialCongestionWindow × the initial packet size, minCongestionWindowPackets, renoBeta, DefaultInitialRTT.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		constVal := func(name string) (string, syntax.Def, bool) {

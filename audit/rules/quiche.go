@@ -19,9 +19,7 @@ func init() {
 var quicheFiles = []string{"quiche/src/**/*.rs", "src/**/*.rs"} // src/: layouts before the workspace split
 
 var quicheDeadHook = &query.Rule{
-	Name:     "quiche/on-connection-migration",
-	Question: audit.Q1,
-	Files:    quicheFiles, Role: "",
+	Name: "quiche/on-connection-migration", Question: audit.Q1, Role: "", Files: quicheFiles,
 	Doc: "Counts implementations (with bodies), declarations and real call sites of on_connection_migration; " +
 		"a declared, implemented, never-called hook is INERT.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
@@ -73,9 +71,7 @@ var quicheDeadHook = &query.Rule{
 }
 
 var quichePerPath = &query.Rule{
-	Name:     "quiche/per-path-recovery",
-	Question: audit.Q1,
-	Files:    quicheFiles, Role: query.Both,
+	Name: "quiche/per-path-recovery", Question: audit.Q1, Role: query.Both, Files: quicheFiles,
 	Doc: "Path::new initialises its own recovery with Recovery::new_with_config (the initial window); Path::new " +
 		"is called for every new peer address; the hook called on a path switch (on_path_change) runs loss " +
 		"detection on the old path and resets nothing.",
@@ -120,9 +116,7 @@ var quichePerPath = &query.Rule{
 }
 
 var quicheQ2 = &query.Rule{
-	Name:     "quiche/q2-initial-rtt",
-	Question: audit.Q2,
-	Files:    quicheFiles, Role: query.Both,
+	Name: "quiche/q2-initial-rtt", Question: audit.Q2, Role: query.Both, Files: quicheFiles,
 	Doc: "What Path::on_response_received (PATH_RESPONSE) does: no RTT call or assignment; the new path's " +
 		"Recovery starts from the configured initial_rtt.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
@@ -163,9 +157,7 @@ var quicheQ2 = &query.Rule{
 }
 
 var quicheQ3 = &query.Rule{
-	Name:     "quiche/q3-per-path",
-	Question: audit.Q3,
-	Files:    quicheFiles, Role: query.Both,
+	Name: "quiche/q3-per-path", Question: audit.Q3, Role: query.Both, Files: quicheFiles,
 	Doc: "Which structs hold a Recovery field: only Path means every ACK feeds the estimator of the path its packet was sent on.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		var owners []string
@@ -193,9 +185,7 @@ var quicheQ3 = &query.Rule{
 }
 
 var quicheConstants = &query.Rule{
-	Name:     "quiche/constants",
-	Question: audit.ConstInitialWindow,
-	Files:    quicheFiles, Role: "",
+	Name: "quiche/constants", Question: audit.ConstInitialWindow, Role: "", Files: quicheFiles,
 	Doc: "Congestion::from_config's initial window (max_send_udp_payload_size × initial_congestion_window_packets) with the " +
 		"defaults, MINIMUM_WINDOW_PACKETS, the default algorithm's loss factor (CUBIC: BETA_CUBIC), DEFAULT_INITIAL_RTT.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {

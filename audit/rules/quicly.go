@@ -131,7 +131,7 @@ var qlyQ2 = &query.Rule{
 	Doc:   "Is the path-challenge round trip used (promote_path's TODO)?",
 	Needs: []query.Anchor{query.FuncIn(qlyC, "promote_path", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		pp := x.Def(query.FuncIn(qlyC, "promote_path", ""))
+		pp := x.Needed()[0]
 		v := query.Verdict{}
 		todo := x.CommentsIn(qlyC, pp.Line, pp.EndLine, "TODO", "path challenge")
 		for _, c := range todo {
@@ -157,9 +157,8 @@ var qlyQ3 = &query.Rule{
 	Doc:   "pn_path_start watermark guards and the loss-marking of in-flight packets at promotion.",
 	Needs: []query.Anchor{query.FuncIn(qlyC, "promote_path", ""), query.FuncIn(qlyC, "handle_ack_frame", ""), query.FuncIn(qlyC, "notify_congestion_to_cc", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		pp := x.Def(query.FuncIn(qlyC, "promote_path", ""))
-		ack := x.Def(query.FuncIn(qlyC, "handle_ack_frame", ""))
-		ncc := x.Def(query.FuncIn(qlyC, "notify_congestion_to_cc", ""))
+		n := x.Needed()
+		pp, ack, ncc := n[0], n[1], n[2]
 		wm, okW := x.AssignIn(pp, "pn_path_start", "packet_number")
 		var wmEv []audit.Evidence
 		if okW {
@@ -193,14 +192,12 @@ var qlyQ3 = &query.Rule{
 		} else {
 			as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "in-flight packets not removed at promotion", Ev: nil})
 		}
-		of, aux := x.Q3(query.Observing, "packet-number watermark pn_path_start (set in promote_path) plus loss-marking of everything in flight at promotion", as)
 		m, ok := qlyMigrating(x)
 		if !ok {
 			return x.Absence()
 		}
 		m.Mechanism = "a client never promotes a path, so no watermark is set when its own address changes"
-		fm := x.RoleFinding(audit.Q3, query.Migrating, m)
-		return append(x.PerRole(audit.Q3, fm, of), aux...), nil
+		return x.Q3PerRole("packet-number watermark pn_path_start (set in promote_path) plus loss-marking of everything in flight at promotion", as, m), nil
 	},
 }
 
@@ -209,9 +206,8 @@ var qlyConstants = &query.Rule{
 	Doc:   "Reno (default) quicly_cc_calc_initial_cwnd(initcwnd_packets, max_udp_payload_size), QUICLY_MIN_CWND, QUICLY_RENO_BETA, QUICLY_DEFAULT_INITIAL_RTT.",
 	Needs: []query.Anchor{query.FuncIn(qlyReno, "quicly_cc_calc_initial_cwnd", ""), query.FuncIn(qlyReno, "quicly_cc_reno_on_lost", ""), query.FuncIn(qlyC, "promote_path", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		calc := x.Def(query.FuncIn(qlyReno, "quicly_cc_calc_initial_cwnd", ""))
-		lost := x.Def(query.FuncIn(qlyReno, "quicly_cc_reno_on_lost", ""))
-		pp := x.Def(query.FuncIn(qlyC, "promote_path", ""))
+		n := x.Needed()
+		calc, lost, pp := n[0], n[1], n[2]
 		df := x.File("lib/defaults.c")
 		if df == nil {
 			return x.Absence()

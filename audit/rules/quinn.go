@@ -160,7 +160,7 @@ var quinnQ2 = &query.Rule{
 	Doc:   "Does the PATH_RESPONSE handler touch the RTT estimator?",
 	Needs: []query.Anchor{query.FuncIn(quinnConn, "process_payload", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		pf := x.Def(query.FuncIn(quinnConn, "process_payload", ""))
+		pf := x.Needed()[0]
 		arms := x.ArmsWith(pf, "Frame::PathResponse")
 		if len(arms) == 0 {
 			x.Missing("match arm Frame::PathResponse")
@@ -186,10 +186,8 @@ var quinnQ3 = &query.Rule{
 	Doc:   "Which of RTT, congestion growth, loss reduction and bytes in flight are gated by the packet's path generation?",
 	Needs: []query.Anchor{query.FuncIn(quinnPaths, "remove_in_flight", "PathData"), query.FuncIn(quinnConn, "on_packet_acked", ""), query.FuncIn(quinnConn, "on_ack_received", ""), query.FuncIn(quinnConn, "detect_lost_packets", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		rif := x.Def(query.FuncIn(quinnPaths, "remove_in_flight", "PathData"))
-		acked := x.Def(query.FuncIn(quinnConn, "on_packet_acked", ""))
-		ackr := x.Def(query.FuncIn(quinnConn, "on_ack_received", ""))
-		lost := x.Def(query.FuncIn(quinnConn, "detect_lost_packets", ""))
+		n := x.Needed()
+		rif, acked, ackr, lost := n[0], n[1], n[2], n[3]
 		var as []query.Aspect
 		// bytes in flight: PathData::remove_in_flight returns early for another generation.
 		if c, ok := x.CondIn(rif, "path_generation", "generation"); ok {
@@ -226,16 +224,13 @@ var quinnQ3 = &query.Rule{
 				as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "self.path.rtt.update is gated only by `" + g + "`: a late ACK of an old-path packet feeds the new path's estimator", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
 			}
 		}
-		obs, aux := x.Q3(query.Observing, "per-packet path generation (SentPacket.path_generation) checked in PathData::remove_in_flight", as)
 		// Migrating endpoint: the client keeps its PathData, so there is no new path to protect.
 		mv, ok := quinnMigrating(x)
 		if !ok {
 			return x.Absence()
 		}
 		mv.Mechanism = "the client keeps the same PathData across a Rebind (no new path generation), so old-path packets keep feeding its RTT and congestion state"
-		mf := x.RoleFinding(audit.Q3, query.Migrating, mv)
-		out := x.PerRole(audit.Q3, mf, obs)
-		return append(out, aux...), nil
+		return x.Q3PerRole("per-packet path generation (SentPacket.path_generation) checked in PathData::remove_in_flight", as, mv), nil
 	},
 }
 
@@ -244,9 +239,8 @@ var quinnConstants = &query.Rule{
 	Doc:   "Cubic (the default controller) initial and minimum window, BETA_CUBIC, default initial RTT.",
 	Needs: []query.Anchor{query.FuncIn("quinn-proto/src/congestion/cubic.rs", "default", "CubicConfig"), query.FuncIn("quinn-proto/src/congestion/cubic.rs", "minimum_window", "Cubic"), query.FuncIn("quinn-proto/src/config/transport.rs", "default", "TransportConfig")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		cfgDef := x.Def(query.FuncIn("quinn-proto/src/congestion/cubic.rs", "default", "CubicConfig"))
-		minW := x.Def(query.FuncIn("quinn-proto/src/congestion/cubic.rs", "minimum_window", "Cubic"))
-		tDef := x.Def(query.FuncIn("quinn-proto/src/config/transport.rs", "default", "TransportConfig"))
+		n := x.Needed()
+		cfgDef, minW, tDef := n[0], n[1], n[2]
 		var out []audit.Finding
 		iw, ok := x.FieldInit(cfgDef, "initial_window")
 		cc, okCC := x.FieldInit(tDef, "congestion_controller_factory")

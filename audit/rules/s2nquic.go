@@ -139,8 +139,8 @@ var s2nQ2 = &query.Rule{
 	Doc:   "Does on_path_response touch the RTT estimator?",
 	Needs: []query.Anchor{query.FuncIn(s2nManager, "on_path_response", ""), query.FuncIn(s2nPath, "on_path_response", "Path")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		mgr := x.Def(query.FuncIn(s2nManager, "on_path_response", ""))
-		pth := x.Def(query.FuncIn(s2nPath, "on_path_response", "Path"))
+		n := x.Needed()
+		mgr, pth := n[0], n[1]
 		v := query.Verdict{}
 		v.Add(x.Evidence(mgr.Pos, "handler", "path::Manager::on_path_response"), x.Evidence(pth.Pos, "handler", "Path::on_path_response"))
 		if hit := append(x.Touches(mgr, "rtt_estimator", "update_rtt", "for_new_path"), x.Touches(pth, "rtt_estimator", "update_rtt")...); len(hit) > 0 {
@@ -157,9 +157,8 @@ var s2nQ3 = &query.Rule{
 	Doc:   "RTT, growth, loss and bytes in flight attributed by the packet's path_id.",
 	Needs: []query.Anchor{query.FuncIn(s2nRecov, "update_congestion_control", ""), query.FuncIn(s2nRecov, "process_new_acked_packets", ""), query.FuncIn(s2nRecov, "remove_lost_packets", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		ucc := x.Def(query.FuncIn(s2nRecov, "update_congestion_control", ""))
-		pna := x.Def(query.FuncIn(s2nRecov, "process_new_acked_packets", ""))
-		rlp := x.Def(query.FuncIn(s2nRecov, "remove_lost_packets", ""))
+		n := x.Needed()
+		ucc, pna, rlp := n[0], n[1], n[2]
 		var as []query.Aspect
 		if a, ok := x.AssignIn(ucc, "should_update_rtt", "path_id"); ok {
 			as = append(as, query.Aspect{Name: "rtt", Answer: audit.Yes, Why: "should_update_rtt &= current path == path of the largest newly acked packet", Ev: []audit.Evidence{x.Evidence(a.Pos, "assignment", a.LHS+" "+a.Op+" "+a.RHS)}})
@@ -185,15 +184,12 @@ var s2nQ3 = &query.Rule{
 		} else {
 			as = append(as, query.Aspect{Name: "loss", Answer: audit.No, Why: "loss not attributed by path", Ev: nil}, query.Aspect{Name: "inflight", Answer: audit.No, Why: "bytes in flight not attributed by path", Ev: nil})
 		}
-		of, aux := x.Q3(query.Observing, "per-path state with per-packet path_id attribution in recovery::Manager", as)
 		m, ok := s2nMigrating(x)
 		if !ok {
 			return x.Absence()
 		}
 		m.Mechanism = "the client keeps one Path across a local address change, so old-path packets feed the same estimators"
-		fm := x.RoleFinding(audit.Q3, query.Migrating, m)
-		out := x.PerRole(audit.Q3, fm, of)
-		return append(out, aux...), nil
+		return x.Q3PerRole("per-path state with per-packet path_id attribution in recovery::Manager", as, m), nil
 	},
 }
 
@@ -202,8 +198,8 @@ var s2nConstants = &query.Rule{
 	Doc:   "Cubic (the default) initial window, minimum window, BETA_CUBIC, DEFAULT_INITIAL_RTT.",
 	Needs: []query.Anchor{query.FuncIn(s2nCubic, "initial_window", ""), query.FuncIn(s2nCubic, "minimum_window", "Cubic")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		iw := x.Def(query.FuncIn(s2nCubic, "initial_window", ""))
-		mw := x.Def(query.FuncIn(s2nCubic, "minimum_window", "Cubic"))
+		n := x.Needed()
+		iw, mw := n[0], n[1]
 		def, okD := x.AssignIn(iw, "default", "INITIAL_WINDOW_LIMIT")
 		if !okD {
 			x.Missing("let default in cubic initial_window")

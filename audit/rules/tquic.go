@@ -77,8 +77,8 @@ var tquicQ1 = &query.Rule{
 	Doc:   "Is migration possible at all: migrate_path body, set_active call sites, select_send_path fallback, multipath default.",
 	Needs: []query.Anchor{query.FuncIn(tquicConn, "migrate_path", ""), query.FuncIn(tquicConn, "get_or_create_path", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		mp := x.Def(query.FuncIn(tquicConn, "migrate_path", ""))
-		gocp := x.Def(query.FuncIn(tquicConn, "get_or_create_path", ""))
+		n := x.Needed()
+		mp, gocp := n[0], n[1]
 		act, ok3 := tquicActivation(x)
 		if !ok3 {
 			return x.Absence()
@@ -118,7 +118,7 @@ var tquicQ2 = &query.Rule{
 	Doc:   "PATH_RESPONSE seeds the new path's initial RTT (try_set_init_rtt); does that path ever become active?",
 	Needs: []query.Anchor{query.FuncIn(tquicPath, "on_path_resp_received", "Path")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		resp := x.Def(query.FuncIn(tquicPath, "on_path_resp_received", "Path"))
+		resp := x.Needed()[0]
 		act, ok2 := tquicActivation(x)
 		if !ok2 {
 			return x.Absence()
@@ -178,9 +178,8 @@ var tquicConstants = &query.Rule{
 	Doc:   "BBR (the default) initial and minimum window from RecoveryConfig defaults; BBR has no loss factor; INITIAL_RTT.",
 	Needs: []query.Anchor{query.FuncIn("src/lib.rs", "default", "RecoveryConfig"), query.FuncIn("src/congestion_control/bbr.rs", "from", "BbrConfig"), query.FuncIn("src/congestion_control/bbr.rs", "on_congestion_event", "Bbr")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		rc := x.Def(query.FuncIn("src/lib.rs", "default", "RecoveryConfig"))
-		from := x.Def(query.FuncIn("src/congestion_control/bbr.rs", "from", "BbrConfig"))
-		oce := x.Def(query.FuncIn("src/congestion_control/bbr.rs", "on_congestion_event", "Bbr"))
+		n := x.Needed()
+		rc, from, oce := n[0], n[1], n[2]
 		alg, okA := x.FieldInit(rc, "congestion_control_algorithm")
 		icw, okI := x.FieldInit(rc, "initial_congestion_window")
 		mcw, okM := x.FieldInit(rc, "min_congestion_window")

@@ -127,8 +127,8 @@ var xqQ2 = &query.Rule{
 	Doc:   "Does xqc_process_path_response_frame touch the RTT estimator?",
 	Needs: []query.Anchor{query.FuncIn(xqFrame, "xqc_process_path_response_frame", ""), query.FuncIn("src/transport/xqc_multipath.c", "xqc_path_validate", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		prf := x.Def(query.FuncIn(xqFrame, "xqc_process_path_response_frame", ""))
-		pv := x.Def(query.FuncIn("src/transport/xqc_multipath.c", "xqc_path_validate", ""))
+		n := x.Needed()
+		prf, pv := n[0], n[1]
 		v := query.Verdict{}
 		v.Add(x.Evidence(prf.Pos, "handler", "xqc_process_path_response_frame"), x.Evidence(pv.Pos, "definition", "xqc_path_validate"))
 		if hit := append(x.Touches(prf, "ctl_srtt", "ctl_latest_rtt", "ctl_minrtt", "xqc_send_ctl_update_rtt"), x.Touches(pv, "ctl_srtt", "ctl_latest_rtt", "xqc_send_ctl_update_rtt")...); len(hit) > 0 {
@@ -166,10 +166,8 @@ var xqConstants = &query.Rule{
 	Doc:   "Cubic (the default) XQC_CUBIC_INIT_WIN, XQC_CUBIC_MIN_WIN, XQC_CUBIC_BETA/SCALE, XQC_kInitialRtt_us.",
 	Needs: []query.Anchor{query.FuncIn(xqCubic, "xqc_cubic_init", ""), query.FuncIn(xqCubic, "xqc_cubic_on_lost", ""), query.FuncIn(xqSendCtl, "xqc_send_ctl_create", ""), query.FuncIn(xqConn, "xqc_conn_create", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		ci := x.Def(query.FuncIn(xqCubic, "xqc_cubic_init", ""))
-		cl := x.Def(query.FuncIn(xqCubic, "xqc_cubic_on_lost", ""))
-		sc := x.Def(query.FuncIn(xqSendCtl, "xqc_send_ctl_create", ""))
-		cc := x.Def(query.FuncIn(xqConn, "xqc_conn_create", ""))
+		n := x.Needed()
+		ci, cl, sc, cc := n[0], n[1], n[2], n[3]
 		var common []audit.Evidence
 		if a, ok := x.AssignIn(sc, "ctl_cong_callback", "xqc_cubic_cb"); ok {
 			common = append(common, x.Evidence(a.Pos, "setting", "default controller when the application sets none: "+a.RHS))
