@@ -3,13 +3,8 @@ package query
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/migaudit/migaudit/audit"
 	"github.com/migaudit/migaudit/audit/gitsrc"
@@ -154,40 +149,11 @@ class Config:
 
 func trapRepo(t *testing.T) (*gitsrc.Snapshot, string) {
 	t.Helper()
-	dir := t.TempDir()
-	r, err := git.PlainInit(dir, false)
+	snap, err := gitsrc.CommitFiles(t.TempDir(), trapFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt, err := r.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, body := range trapFiles {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := wt.Add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h, err := wt.Commit("traps", &git.CommitOptions{Author: &object.Signature{Name: "t", Email: "t@example.invalid", When: time.Unix(0, 0)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := gitsrc.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := repo.At(h.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap, h.String()
+	return snap, snap.Commit()
 }
 
 func TestStructuralTraps(t *testing.T) {
