@@ -553,3 +553,12 @@ func (c *Code) Needed() []syntax.Def {
 	}
 	return out
 }
+
+// Defs are the definitions of anchors, in order (absent ones recorded).
+func (c *Code) Defs(as ...Anchor) []syntax.Def {
+	out := make([]syntax.Def, len(as))
+	for i, a := range as {
+		out[i] = c.Def(a)
+	}
+	return out
+}

@@ -154,3 +154,13 @@ func IsTest(path string) bool {
 	}
 	return strings.HasPrefix(l, "test/") || strings.HasPrefix(l, "tests/")
 }
+
+// Join concatenates anchor lists into a fresh one (a rule's Needs from the
+// Needs of the role readers it calls).
+func Join(lists ...[]Anchor) []Anchor {
+	var out []Anchor
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}

@@ -27,14 +27,13 @@ var lsqFiles = []string{lsqConn, lsqCtl, lsqCubic, lsqBBR, "src/liblsquic/lsquic
 
 func init() { query.Register("lsquic", lsqQ1, lsqQ2, lsqQ3, lsqConstants) }
 
+var lsqResetNeeds = []query.Anchor{query.FuncIn(lsqConn, "switch_path_to", ""), query.FuncIn(lsqCtl, "lsquic_send_ctl_repath", "")}
+
 // lsqReset: what switch_path_to does, and the exemption.
-func lsqReset(x *query.Code) (query.Verdict, []syntax.Call, bool) {
+func lsqReset(x *query.Code) (query.Verdict, []syntax.Call) {
 	v := query.Verdict{}
-	sw, ok1 := x.Find(query.FuncIn(lsqConn, "switch_path_to", ""))
-	rp, ok2 := x.Find(query.FuncIn(lsqCtl, "lsquic_send_ctl_repath", ""))
-	if !ok1 || !ok2 {
-		return v, nil, false
-	}
+	d := x.Defs(lsqResetNeeds...)
+	sw, rp := d[0], d[1]
 	v.Add(x.Evidence(sw.Pos, "definition", "switch_path_to"))
 	keep, okK := x.AssignIn(sw, "keep_path_properties", "only_peer_port_changed")
 	call, okC := x.CallIn(sw, "lsquic_send_ctl_repath", "keep_path_properties")
@@ -71,16 +70,17 @@ func lsqReset(x *query.Code) (query.Verdict, []syntax.Call, bool) {
 			v.Add(x.Evidence(d.Pos, "definition", "only_peer_port_changed: same local address, same peer IP, different peer port"))
 		}
 	}
-	return v, sites, true
+	return v, sites
 }
 
 var lsqQ1 = &query.Rule{
 	Name: "lsquic/q1", Question: audit.Q1, Role: query.Both, Files: lsqFiles,
-	Doc: "switch_path_to -> lsquic_send_ctl_repath: reset of rtt_stats and cci_reinit unless es_optimistic_nat && only_peer_port_changed; its call sites per role; cci_reinit handlers.",
+	Doc:   "switch_path_to -> lsquic_send_ctl_repath: reset of rtt_stats and cci_reinit unless es_optimistic_nat && only_peer_port_changed; its call sites per role; cci_reinit handlers.",
+	Needs: lsqResetNeeds,
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		base, sites, ok := lsqReset(x)
+		base, sites := lsqReset(x)
 		ttbm, ok2 := x.Find(query.FuncIn(lsqConn, "try_to_begin_migration", ""))
-		if !ok || !ok2 {
+		if !ok2 {
 			return x.Absence()
 		}
 		var client, both []syntax.Call

@@ -51,13 +51,12 @@ func mvRestore(x *query.Code, v *query.Verdict) bool {
 	return true
 }
 
-func mvObserving(x *query.Code) (query.Verdict, bool) {
+var mvObservingNeeds = []query.Anchor{query.FuncIn(mvSSM, "onConnectionMigration", ""), query.FuncIn(mvSSM, "maybeNATRebinding", "")}
+
+func mvObserving(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	ocm, ok1 := x.Find(query.FuncIn(mvSSM, "onConnectionMigration", ""))
-	nat, ok2 := x.Find(query.FuncIn(mvSSM, "maybeNATRebinding", ""))
-	if !ok1 || !ok2 {
-		return v, false
-	}
+	d := x.Defs(mvObservingNeeds...)
+	ocm, nat := d[0], d[1]
 	v.Add(x.Evidence(ocm.Pos, "definition", "onConnectionMigration"))
 	sites := query.Filter(x.File(mvSSM).Calls("onConnectionMigration"), func(c syntax.Call) bool { return c.Func != "onConnectionMigration" })
 	v.Count("onConnectionMigration_call_sites", len(sites))
@@ -101,16 +100,15 @@ func mvObserving(x *query.Code) (query.Verdict, bool) {
 		v.Answer = audit.Unknown
 		v.Mechanism = "onConnectionMigration shape not recognised"
 	}
-	return v, true
+	return v
 }
 
-func mvMigrating(x *query.Code) (query.Verdict, bool) {
+var mvMigratingNeeds = []query.Anchor{query.FuncIn(mvClient, "migrateConnection", "QuicClientTransportLite"), query.FuncIn(mvClient, "onNetworkSwitch", "QuicClientTransportLite")}
+
+func mvMigrating(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	mc, ok1 := x.Find(query.FuncIn(mvClient, "migrateConnection", "QuicClientTransportLite"))
-	ns, ok2 := x.Find(query.FuncIn(mvClient, "onNetworkSwitch", "QuicClientTransportLite"))
-	if !ok1 || !ok2 {
-		return v, false
-	}
+	d := x.Defs(mvMigratingNeeds...)
+	mc, ns := d[0], d[1]
 	v.Add(x.Evidence(mc.Pos, "definition", "QuicClientTransportLite::migrateConnection"))
 	if pos, ok := x.LineWith(mvClH, 1, "bool resetCongestionControllerAndRtt = "); ok {
 		v.Add(x.Evidence(pos, "setting", "default argument"))
@@ -142,18 +140,16 @@ func mvMigrating(x *query.Code) (query.Verdict, bool) {
 		v.Answer = audit.Unknown
 		v.Mechanism = "migrateConnection shape not recognised"
 	}
-	return v, true
+	return v
 }
 
 var mvQ1 = &query.Rule{
 	Name: "mvfst/q1", Question: audit.Q1, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
-	Doc: "Server onConnectionMigration (NAT-rebinding heuristic, cache/restore, new controller, RTT kept or seeded) and client migrateConnection; disableMigration default.",
+	Doc:   "Server onConnectionMigration (NAT-rebinding heuristic, cache/restore, new controller, RTT kept or seeded) and client migrateConnection; disableMigration default.",
+	Needs: query.Join(mvObservingNeeds, mvMigratingNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		o, ok1 := mvObserving(x)
-		m, ok2 := mvMigrating(x)
-		if !ok1 || !ok2 {
-			return x.Absence()
-		}
+		o := mvObserving(x)
+		m := mvMigrating(x)
 		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
 		out := x.PerRole(audit.Q1, fm, fo)
 		for _, h := range []struct{ name, file, owner, what string }{

@@ -31,16 +31,13 @@ var neqoFiles = []string{
 
 func init() { query.Register("neqo", neqoQ1, neqoQ2, neqoQ3, neqoConstants) }
 
+var neqoNewPathNeeds = []query.Anchor{query.FuncIn(neqoPath, "find_path", "Paths"), query.FuncIn(neqoPath, "temporary", "Path"), query.FuncIn("neqo-transport/src/rtt.rs", "prime_rtt", "RttEstimate"), query.FuncIn(neqoPath, "received_on", "Path")}
+
 // neqoNewPath establishes what a new path's state is: fresh sender, primed RTT.
-func neqoNewPath(x *query.Code) (query.Verdict, bool) {
+func neqoNewPath(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	fp, ok1 := x.Find(query.FuncIn(neqoPath, "find_path", "Paths"))
-	tmp, ok2 := x.Find(query.FuncIn(neqoPath, "temporary", "Path"))
-	prime, ok3 := x.Find(query.FuncIn("neqo-transport/src/rtt.rs", "prime_rtt", "RttEstimate"))
-	recv, ok4 := x.Find(query.FuncIn(neqoPath, "received_on", "Path"))
-	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return v, false
-	}
+	d := x.Defs(neqoNewPathNeeds...)
+	fp, tmp, prime, recv := d[0], d[1], d[2], d[3]
 	sender, okS := x.AssignIn(tmp, "sender", "PacketSender::new")
 	rtt, okR := x.FieldInit(tmp, "rtt")
 	pc, okP := x.CallIn(fp, "prime_rtt")
@@ -74,17 +71,18 @@ func neqoNewPath(x *query.Code) (query.Verdict, bool) {
 		v.Answer = audit.No
 		v.Mechanism = "a new path does not get fresh congestion state"
 	}
-	return v, true
+	return v
 }
 
 var neqoQ1 = &query.Rule{
 	Name: "neqo/q1", Question: audit.Q1, Role: query.Both, Files: neqoFiles,
-	Doc: "Per role: a new Path gets a fresh PacketSender but its RttEstimate is primed from the primary path (prime_rtt); which roles reach find_path/migration.",
+	Doc:   "Per role: a new Path gets a fresh PacketSender but its RttEstimate is primed from the primary path (prime_rtt); which roles reach find_path/migration.",
+	Needs: neqoNewPathNeeds,
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		base, ok := neqoNewPath(x)
+		base := neqoNewPath(x)
 		mig, ok1 := x.Find(query.FuncIn(neqoConn, "migrate", "Connection"))
 		hm, ok2 := x.Find(query.FuncIn(neqoConn, "handle_migration", "Connection"))
-		if !ok || !ok1 || !ok2 {
+		if !ok1 || !ok2 {
 			return x.Absence()
 		}
 		// Migrating role: Connection::migrate, client only.

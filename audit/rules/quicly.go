@@ -26,12 +26,11 @@ var qlyFiles = []string{qlyC, qlyReno, "lib/defaults.c", "include/quicly/cc.h", 
 
 func init() { query.Register("quicly", qlyQ1, qlyQ2, qlyQ3, qlyConstants) }
 
-func qlyObserving(x *query.Code) (query.Verdict, bool) {
+var qlyObservingNeeds = []query.Anchor{query.FuncIn(qlyC, "promote_path", "")}
+
+func qlyObserving(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	pp, ok1 := x.Find(query.FuncIn(qlyC, "promote_path", ""))
-	if !ok1 {
-		return v, false
-	}
+	pp := x.Defs(qlyObservingNeeds...)[0]
 	v.Add(x.Evidence(pp.Pos, "definition", "promote_path"))
 	sites := query.Filter(x.File(qlyC).Calls("promote_path"), func(c syntax.Call) bool { return c.Func != "promote_path" })
 	v.Count("promote_path_call_sites", len(sites))
@@ -82,15 +81,14 @@ func qlyObserving(x *query.Code) (query.Verdict, bool) {
 		v.Answer = audit.No
 		v.Mechanism = "promote_path does not reset the controller and RTT"
 	}
-	return v, true
+	return v
 }
 
-func qlyMigrating(x *query.Code) (query.Verdict, bool) {
+var qlyMigratingNeeds = []query.Anchor{query.FuncIn(qlyC, "do_receive", "")}
+
+func qlyMigrating(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	dr, ok := x.Find(query.FuncIn(qlyC, "do_receive", ""))
-	if !ok {
-		return v, false
-	}
+	dr := x.Defs(qlyMigratingNeeds...)[0]
 	c, okC := x.CondIn(dr, "quicly_is_client(conn)")
 	if okC {
 		v.Add(x.Evidence(c.Pos, "guard", "client: only paths[0]'s remote is accepted"))
@@ -105,18 +103,16 @@ func qlyMigrating(x *query.Code) (query.Verdict, bool) {
 		v.Answer = audit.Unknown
 		v.Mechanism = "client path handling not recognised"
 	}
-	return v, true
+	return v
 }
 
 var qlyQ1 = &query.Rule{
 	Name: "quicly/q1", Question: audit.Q1, Role: query.Both, Files: qlyFiles,
-	Doc: "promote_path (server): cc_init re-initialisation and quicly_rtt_init seeded with min(old srtt, default); client: no path switch at all.",
+	Doc:   "promote_path (server): cc_init re-initialisation and quicly_rtt_init seeded with min(old srtt, default); client: no path switch at all.",
+	Needs: query.Join(qlyObservingNeeds, qlyMigratingNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		o, ok1 := qlyObserving(x)
-		m, ok2 := qlyMigrating(x)
-		if !ok1 || !ok2 {
-			return x.Absence()
-		}
+		o := qlyObserving(x)
+		m := qlyMigrating(x)
 		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
 		out := x.PerRole(audit.Q1, fm, fo)
 		pp := x.Opt(query.FuncIn(qlyC, "promote_path", ""))
@@ -155,7 +151,7 @@ var qlyQ2 = &query.Rule{
 var qlyQ3 = &query.Rule{
 	Name: "quicly/q3", Question: audit.Q3, Role: query.Both, Files: qlyFiles,
 	Doc:   "pn_path_start watermark guards and the loss-marking of in-flight packets at promotion.",
-	Needs: []query.Anchor{query.FuncIn(qlyC, "promote_path", ""), query.FuncIn(qlyC, "handle_ack_frame", ""), query.FuncIn(qlyC, "notify_congestion_to_cc", "")},
+	Needs: query.Join([]query.Anchor{query.FuncIn(qlyC, "promote_path", ""), query.FuncIn(qlyC, "handle_ack_frame", ""), query.FuncIn(qlyC, "notify_congestion_to_cc", "")}, qlyMigratingNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		pp, ack, ncc := n[0], n[1], n[2]
@@ -192,10 +188,7 @@ var qlyQ3 = &query.Rule{
 		} else {
 			as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "in-flight packets not removed at promotion", Ev: nil})
 		}
-		m, ok := qlyMigrating(x)
-		if !ok {
-			return x.Absence()
-		}
+		m := qlyMigrating(x)
 		m.Mechanism = "a client never promotes a path, so no watermark is set when its own address changes"
 		return x.Q3PerRole("packet-number watermark pn_path_start (set in promote_path) plus loss-marking of everything in flight at promotion", as, m), nil
 	},

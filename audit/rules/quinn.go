@@ -27,15 +27,13 @@ var quinnFiles = []string{
 
 func init() { query.Register("quinn", quinnQ1, quinnQ2, quinnQ3, quinnConstants) }
 
+var quinnObservingNeeds = []query.Anchor{query.FuncIn(quinnConn, "migrate", ""), query.FuncIn(quinnPaths, "new", "PathData"), query.FuncIn(quinnPaths, "from_previous", "PathData")}
+
 // quinnObserving: Connection::migrate at the server.
-func quinnObserving(x *query.Code) (query.Verdict, bool) {
+func quinnObserving(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	mig, ok1 := x.Find(query.FuncIn(quinnConn, "migrate", ""))
-	newFn, ok2 := x.Find(query.FuncIn(quinnPaths, "new", "PathData"))
-	prev, ok3 := x.Find(query.FuncIn(quinnPaths, "from_previous", "PathData"))
-	if !ok1 || !ok2 || !ok3 {
-		return v, false
-	}
+	d := x.Defs(quinnObservingNeeds...)
+	mig, newFn, prev := d[0], d[1], d[2]
 	v.Add(x.Evidence(mig.Pos, "definition", "Connection::migrate"))
 	sites := query.Filter(x.File(quinnConn).Calls("migrate"), func(c syntax.Call) bool { return c.Callee == "self.migrate" })
 	v.Count("migrate_call_sites", len(sites))
@@ -87,16 +85,15 @@ func quinnObserving(x *query.Code) (query.Verdict, bool) {
 			v.Note("Server-side migration is on by default (ServerConfig.migration = %s).", a.RHS)
 		}
 	}
-	return v, true
+	return v
 }
 
+var quinnMigratingNeeds = []query.Anchor{query.FuncIn(quinnConn, "local_address_changed", "")}
+
 // quinnMigrating: the client's Rebind.
-func quinnMigrating(x *query.Code) (query.Verdict, bool) {
+func quinnMigrating(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	lac, ok := x.Find(query.FuncIn(quinnConn, "local_address_changed", ""))
-	if !ok {
-		return v, false
-	}
+	lac := x.Defs(quinnMigratingNeeds...)[0]
 	v.Add(x.Evidence(lac.Pos, "definition", "Connection::local_address_changed"))
 	sites := x.Calls("local_address_changed")
 	v.Count("local_address_changed_call_sites", len(sites))
@@ -108,21 +105,22 @@ func quinnMigrating(x *query.Code) (query.Verdict, bool) {
 	if hit := x.Touches(lac, "reset", "path_changed", "migrate", "from_previous", "rtt", "congestion"); len(hit) > 0 {
 		v.Answer = audit.Yes
 		v.Mechanism = "Rebind -> local_address_changed touches " + strings.Join(hit, ", ")
-		return v, true
+		return v
 	}
 	v.Answer = audit.No
 	v.Mechanism = fmt.Sprintf("client Rebind -> local_address_changed() only calls %s: the PathData (RTT estimator, controller) is kept", strings.Join(query.Names(calls), ", "))
-	return v, true
+	return v
 }
 
 var quinnQ1 = &query.Rule{
 	Name: "quinn/q1", Question: audit.Q1, Role: query.Both, Files: quinnFiles,
-	Doc: "Per role: does a migration build fresh RTT/CC state (PathData::new) or keep it (from_previous, Rebind)? Also the public path_changed() hook and its call sites.",
+	Doc:   "Per role: does a migration build fresh RTT/CC state (PathData::new) or keep it (from_previous, Rebind)? Also the public path_changed() hook and its call sites.",
+	Needs: query.Join(quinnObservingNeeds, quinnMigratingNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		obs, ok1 := quinnObserving(x)
-		mig, ok2 := quinnMigrating(x)
+		obs := quinnObserving(x)
+		mig := quinnMigrating(x)
 		reset, ok3 := x.Find(query.FuncIn(quinnPaths, "reset", "PathData"))
-		if !ok1 || !ok2 || !ok3 {
+		if !ok3 {
 			return x.Absence()
 		}
 		fo := x.RoleFinding(audit.Q1, query.Observing, obs)
@@ -184,7 +182,7 @@ var quinnQ2 = &query.Rule{
 var quinnQ3 = &query.Rule{
 	Name: "quinn/q3", Question: audit.Q3, Role: query.Both, Files: quinnFiles,
 	Doc:   "Which of RTT, congestion growth, loss reduction and bytes in flight are gated by the packet's path generation?",
-	Needs: []query.Anchor{query.FuncIn(quinnPaths, "remove_in_flight", "PathData"), query.FuncIn(quinnConn, "on_packet_acked", ""), query.FuncIn(quinnConn, "on_ack_received", ""), query.FuncIn(quinnConn, "detect_lost_packets", "")},
+	Needs: query.Join([]query.Anchor{query.FuncIn(quinnPaths, "remove_in_flight", "PathData"), query.FuncIn(quinnConn, "on_packet_acked", ""), query.FuncIn(quinnConn, "on_ack_received", ""), query.FuncIn(quinnConn, "detect_lost_packets", "")}, quinnMigratingNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		rif, acked, ackr, lost := n[0], n[1], n[2], n[3]
@@ -225,10 +223,7 @@ var quinnQ3 = &query.Rule{
 			}
 		}
 		// Migrating endpoint: the client keeps its PathData, so there is no new path to protect.
-		mv, ok := quinnMigrating(x)
-		if !ok {
-			return x.Absence()
-		}
+		mv := quinnMigrating(x)
 		mv.Mechanism = "the client keeps the same PathData across a Rebind (no new path generation), so old-path packets keep feeding its RTT and congestion state"
 		return x.Q3PerRole("per-packet path generation (SentPacket.path_generation) checked in PathData::remove_in_flight", as, mv), nil
 	},

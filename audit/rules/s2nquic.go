@@ -29,14 +29,12 @@ var s2nFiles = []string{s2nManager, s2nPath, s2nRecov, s2nRTT, s2nCubic, s2nMTU,
 
 func init() { query.Register("s2n-quic", s2nQ1, s2nQ2, s2nQ3, s2nConstants) }
 
-func s2nObserving(x *query.Code) (query.Verdict, bool) {
+var s2nObservingNeeds = []query.Anchor{query.FuncIn(s2nManager, "handle_connection_migration", ""), query.FuncIn(s2nManager, "on_datagram_received", ""), query.FuncIn(s2nRTT, "for_new_path", "RttEstimator")}
+
+func s2nObserving(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	hcm, ok1 := x.Find(query.FuncIn(s2nManager, "handle_connection_migration", ""))
-	odr, ok2 := x.Find(query.FuncIn(s2nManager, "on_datagram_received", ""))
-	fnp, ok3 := x.Find(query.FuncIn(s2nRTT, "for_new_path", "RttEstimator"))
-	if !ok1 || !ok2 || !ok3 {
-		return v, false
-	}
+	d := x.Defs(s2nObservingNeeds...)
+	hcm, odr, fnp := d[0], d[1], d[2]
 	v.Add(x.Evidence(hcm.Pos, "definition", "path::Manager::handle_connection_migration"))
 	sites := x.CallsIn(odr, "handle_connection_migration")
 	v.Count("handle_connection_migration_call_sites", len(x.Calls("handle_connection_migration")))
@@ -89,15 +87,14 @@ func s2nObserving(x *query.Code) (query.Verdict, bool) {
 	if d := x.Opt(query.FuncIn("quic/s2n-quic-core/src/path/migration.rs", "on_migration_attempt", "Validator")); d.Line > 0 {
 		v.Add(x.Evidence(d.Pos, "setting", "default migration validator (allows except blocked ports / port-scope changes)"))
 	}
-	return v, true
+	return v
 }
 
-func s2nMigrating(x *query.Code) (query.Verdict, bool) {
+var s2nMigratingNeeds = []query.Anchor{query.FuncIn(s2nPath, "on_datagram_received", "Path")}
+
+func s2nMigrating(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	odr, ok := x.Find(query.FuncIn(s2nPath, "on_datagram_received", "Path"))
-	if !ok {
-		return v, false
-	}
+	odr := x.Defs(s2nMigratingNeeds...)[0]
 	mu, okM := x.CallIn(odr, "maybe_update")
 	if okM {
 		v.Add(x.Evidence(mu.Pos, "call", "client: "+query.GuardText(mu.Guards)))
@@ -114,18 +111,16 @@ func s2nMigrating(x *query.Code) (query.Verdict, bool) {
 		v.Answer = audit.Unknown
 		v.Mechanism = "client-side path handling not recognised"
 	}
-	return v, true
+	return v
 }
 
 var s2nQ1 = &query.Rule{
 	Name: "s2n-quic/q1", Question: audit.Q1, Role: query.Both, Files: s2nFiles,
-	Doc: "Server: handle_connection_migration builds a new Path with for_new_path RTT and a new controller; the port-only MAY is a marked TODO. Client: no migration API, path handle updated in place.",
+	Doc:   "Server: handle_connection_migration builds a new Path with for_new_path RTT and a new controller; the port-only MAY is a marked TODO. Client: no migration API, path handle updated in place.",
+	Needs: query.Join(s2nObservingNeeds, s2nMigratingNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		o, ok1 := s2nObserving(x)
-		m, ok2 := s2nMigrating(x)
-		if !ok1 || !ok2 {
-			return x.Absence()
-		}
+		o := s2nObserving(x)
+		m := s2nMigrating(x)
 		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
 		hcm := x.Opt(query.FuncIn(s2nManager, "handle_connection_migration", ""))
 		h := x.Hook("path::Manager::handle_connection_migration", "creates the new Path with fresh RTT estimator and controller", []syntax.Def{hcm},
@@ -155,7 +150,7 @@ var s2nQ2 = &query.Rule{
 var s2nQ3 = &query.Rule{
 	Name: "s2n-quic/q3", Question: audit.Q3, Role: query.Both, Files: s2nFiles,
 	Doc:   "RTT, growth, loss and bytes in flight attributed by the packet's path_id.",
-	Needs: []query.Anchor{query.FuncIn(s2nRecov, "update_congestion_control", ""), query.FuncIn(s2nRecov, "process_new_acked_packets", ""), query.FuncIn(s2nRecov, "remove_lost_packets", "")},
+	Needs: query.Join([]query.Anchor{query.FuncIn(s2nRecov, "update_congestion_control", ""), query.FuncIn(s2nRecov, "process_new_acked_packets", ""), query.FuncIn(s2nRecov, "remove_lost_packets", "")}, s2nMigratingNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		ucc, pna, rlp := n[0], n[1], n[2]
@@ -184,10 +179,7 @@ var s2nQ3 = &query.Rule{
 		} else {
 			as = append(as, query.Aspect{Name: "loss", Answer: audit.No, Why: "loss not attributed by path", Ev: nil}, query.Aspect{Name: "inflight", Answer: audit.No, Why: "bytes in flight not attributed by path", Ev: nil})
 		}
-		m, ok := s2nMigrating(x)
-		if !ok {
-			return x.Absence()
-		}
+		m := s2nMigrating(x)
 		m.Mechanism = "the client keeps one Path across a local address change, so old-path packets feed the same estimators"
 		return x.Q3PerRole("per-path state with per-packet path_id attribution in recovery::Manager", as, m), nil
 	},

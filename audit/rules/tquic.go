@@ -29,15 +29,14 @@ var tquicFiles = []string{tquicConn, tquicPath, "src/connection/rtt.rs", "src/li
 
 func init() { query.Register("tquic", tquicQ1, tquicQ2, tquicQ3, tquicConstants) }
 
+var tquicActivationNeeds = []query.Anchor{query.FuncIn(tquicPath, "on_path_resp_received", "Path"), query.FuncIn(tquicConn, "select_send_path", "")}
+
 // tquicActivation: paths are activated only with multipath.
-func tquicActivation(x *query.Code) (query.Verdict, bool) {
+func tquicActivation(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	resp, ok1 := x.Find(query.FuncIn(tquicPath, "on_path_resp_received", "Path"))
-	sel, ok2 := x.Find(query.FuncIn(tquicConn, "select_send_path", ""))
+	d := x.Defs(tquicActivationNeeds...)
+	resp, sel := d[0], d[1]
 	pnew, ok3 := x.Lookup(query.FuncIn(tquicPath, "new", "PathMap"))
-	if !ok1 || !ok2 {
-		return v, false
-	}
 	sa, okA := x.CallIn(resp, "set_active", "multipath")
 	if okA {
 		v.Add(x.Evidence(sa.Pos, "call", "a validated path becomes active only if multipath: "+sa.Text))
@@ -69,20 +68,17 @@ func tquicActivation(x *query.Code) (query.Verdict, bool) {
 		v.Answer = audit.Unknown
 		v.Mechanism = "path activation outside multipath not recognised"
 	}
-	return v, true
+	return v
 }
 
 var tquicQ1 = &query.Rule{
 	Name: "tquic/q1", Question: audit.Q1, Role: query.Both, Files: tquicFiles,
 	Doc:   "Is migration possible at all: migrate_path body, set_active call sites, select_send_path fallback, multipath default.",
-	Needs: []query.Anchor{query.FuncIn(tquicConn, "migrate_path", ""), query.FuncIn(tquicConn, "get_or_create_path", "")},
+	Needs: query.Join([]query.Anchor{query.FuncIn(tquicConn, "migrate_path", ""), query.FuncIn(tquicConn, "get_or_create_path", "")}, tquicActivationNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		mp, gocp := n[0], n[1]
-		act, ok3 := tquicActivation(x)
-		if !ok3 {
-			return x.Absence()
-		}
+		act := tquicActivation(x)
 		// Migrating role: migrate_path is a stub.
 		m := query.Verdict{}
 		m.Add(x.Evidence(mp.Pos, "definition", "Connection::migrate_path"))
@@ -116,13 +112,10 @@ var tquicQ1 = &query.Rule{
 var tquicQ2 = &query.Rule{
 	Name: "tquic/q2", Question: audit.Q2, Role: query.Both, Files: tquicFiles,
 	Doc:   "PATH_RESPONSE seeds the new path's initial RTT (try_set_init_rtt); does that path ever become active?",
-	Needs: []query.Anchor{query.FuncIn(tquicPath, "on_path_resp_received", "Path")},
+	Needs: query.Join([]query.Anchor{query.FuncIn(tquicPath, "on_path_resp_received", "Path")}, tquicActivationNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		resp := x.Needed()[0]
-		act, ok2 := tquicActivation(x)
-		if !ok2 {
-			return x.Absence()
-		}
+		act := tquicActivation(x)
 		v := query.Verdict{}
 		seed, okS := x.CallIn(resp, "try_set_init_rtt")
 		meas, okM := x.AssignIn(resp, "initial_rtt", "duration_since")
@@ -154,12 +147,10 @@ var tquicQ2 = &query.Rule{
 
 var tquicQ3 = &query.Rule{
 	Name: "tquic/q3", Question: audit.Q3, Role: query.Both, Files: tquicFiles,
-	Doc: "Old-path exclusion is moot when the path never changes.",
+	Doc:   "Old-path exclusion is moot when the path never changes.",
+	Needs: tquicActivationNeeds,
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		act, ok := tquicActivation(x)
-		if !ok {
-			return x.Absence()
-		}
+		act := tquicActivation(x)
 		v := act
 		if act.Answer == audit.NotSupported {
 			v.Answer = audit.NA

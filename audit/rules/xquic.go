@@ -29,12 +29,11 @@ var xqFiles = []string{xqConn, xqEngine, xqFrame, xqSendCtl, xqCubic, "src/trans
 
 func init() { query.Register("xquic", xqQ1, xqQ2, xqQ3, xqConstants) }
 
-func xqMigrating(x *query.Code) (query.Verdict, bool) {
+var xqMigratingNeeds = []query.Anchor{query.FuncIn(xqConn, "xqc_conn_init_trans_settings", "")}
+
+func xqMigrating(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	its, ok := x.Find(query.FuncIn(xqConn, "xqc_conn_init_trans_settings", ""))
-	if !ok {
-		return v, false
-	}
+	its := x.Defs(xqMigratingNeeds...)[0]
 	dam, okD := x.AssignIn(its, "disable_active_migration", "enable_multipath")
 	if okD {
 		v.Add(x.Evidence(dam.Pos, "assignment", dam.LHS+" = "+dam.RHS))
@@ -58,16 +57,15 @@ func xqMigrating(x *query.Code) (query.Verdict, bool) {
 		v.Answer = audit.Unknown
 		v.Mechanism = "disable_active_migration setting not recognised"
 	}
-	return v, true
+	return v
 }
 
-func xqObserving(x *query.Code) (query.Verdict, bool) {
+var xqObservingNeeds = []query.Anchor{query.FuncIn(xqEngine, "xqc_engine_packet_process", ""), query.FuncIn(xqFrame, "xqc_process_path_response_frame", "")}
+
+func xqObserving(x *query.Code) query.Verdict {
 	v := query.Verdict{}
-	epp, ok1 := x.Find(query.FuncIn(xqEngine, "xqc_engine_packet_process", ""))
-	prf, ok2 := x.Find(query.FuncIn(xqFrame, "xqc_process_path_response_frame", ""))
-	if !ok1 || !ok2 {
-		return v, false
-	}
+	d := x.Defs(xqObservingNeeds...)
+	epp, prf := d[0], d[1]
 	if c, ok := x.CondIn(epp, "XQC_ENGINE_SERVER", "xqc_is_same_addr_as_any_path"); ok {
 		v.Add(x.Evidence(c.Pos, "guard", "server, any peer address not seen on a path: "+c.Text))
 	}
@@ -88,17 +86,18 @@ func xqObserving(x *query.Code) (query.Verdict, bool) {
 		v.Answer = audit.Unknown
 		v.Mechanism = "rebinding handling not recognised"
 	}
-	return v, true
+	return v
 }
 
 var xqQ1 = &query.Rule{
 	Name: "xquic/q1", Question: audit.Q1, Role: query.Both, Files: xqFiles,
-	Doc: "Client: disable_active_migration unless multipath, no API. Server: the NAT-rebinding path copies the new address into the same path (same path_send_ctl). xqc_send_ctl_reset call sites.",
+	Doc:   "Client: disable_active_migration unless multipath, no API. Server: the NAT-rebinding path copies the new address into the same path (same path_send_ctl). xqc_send_ctl_reset call sites.",
+	Needs: query.Join(xqMigratingNeeds, xqObservingNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		m, ok1 := xqMigrating(x)
-		o, ok2 := xqObserving(x)
+		m := xqMigrating(x)
+		o := xqObserving(x)
 		rst, ok3 := x.Find(query.FuncIn(xqSendCtl, "xqc_send_ctl_reset", ""))
-		if !ok1 || !ok2 || !ok3 {
+		if !ok3 {
 			return x.Absence()
 		}
 		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
@@ -142,13 +141,11 @@ var xqQ2 = &query.Rule{
 
 var xqQ3 = &query.Rule{
 	Name: "xquic/q3", Question: audit.Q3, Role: query.Both, Files: xqFiles,
-	Doc: "After the in-place address change, is there anything separating old-path packets?",
+	Doc:   "After the in-place address change, is there anything separating old-path packets?",
+	Needs: query.Join(xqMigratingNeeds, xqObservingNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		m, ok1 := xqMigrating(x)
-		o, ok2 := xqObserving(x)
-		if !ok1 || !ok2 {
-			return x.Absence()
-		}
+		m := xqMigrating(x)
+		o := xqObserving(x)
 		if o.Answer == audit.No {
 			o.Mechanism = "the rebinding keeps the same path and path_send_ctl, so packets sent to the old address are acknowledged into the same RTT and congestion state"
 		}
