@@ -20,9 +20,9 @@ type Code struct {
 	missing []string
 }
 
-// Open parses the files matching patterns (test files dropped unless
+// open parses the files matching patterns (test files dropped unless
 // keepTests; C parsed as lang when lang is set).
-func Open(p *audit.Pass, lang syntax.Lang, keepTests bool, patterns ...string) (*Code, error) {
+func open(p *audit.Pass, lang syntax.Lang, keepTests bool, patterns ...string) (*Code, error) {
 	paths, err := p.Src.Files(patterns...)
 	if err != nil {
 		return nil, err
@@ -64,8 +64,8 @@ func (c *Code) Find(a Anchor) (syntax.Def, bool) {
 // Missing records something a decision needs that is absent at the commit.
 func (c *Code) Missing(what string) { c.missing = append(c.missing, what) }
 
-// AbsentAs is the graceful-degradation finding naming everything missing.
-func (c *Code) AbsentAs(q audit.Question, role string) audit.Finding {
+// absentAs is the graceful-degradation finding naming everything missing.
+func (c *Code) absentAs(q audit.Question, role string) audit.Finding {
 	f := c.Absent(strings.Join(c.missing, ", "))
 	f.Question, f.Role = q, role
 	return f
@@ -305,8 +305,8 @@ func (c *Code) CondIn(def syntax.Def, subs ...string) (Cond, bool) {
 	return Cond{}, false
 }
 
-// NodesIn are the syntax nodes of kind inside def.
-func (c *Code) NodesIn(def syntax.Def, kind string) []*syntax.Node {
+// nodesIn are the syntax nodes of kind inside def.
+func (c *Code) nodesIn(def syntax.Def, kind string) []*syntax.Node {
 	f := c.File(def.Path)
 	if f == nil || f.Tree == nil {
 		return nil
@@ -330,7 +330,7 @@ func (c *Code) NodesIn(def syntax.Def, kind string) []*syntax.Node {
 func (c *Code) ArmsWith(def syntax.Def, sub string) []syntax.Pos {
 	f := c.File(def.Path)
 	var out []syntax.Pos
-	for _, n := range c.NodesIn(def, "match_arm") {
+	for _, n := range c.nodesIn(def, "match_arm") {
 		if pat := n.Child("pattern"); pat != nil && strings.HasPrefix(strings.TrimSpace(f.Text(pat)), sub) {
 			out = append(out, syntax.Pos{Path: f.Path, Line: n.Line, EndLine: n.EndLine})
 		}
@@ -358,7 +358,7 @@ func (c *Code) StringsIn(def syntax.Def, sub string) []syntax.Pos {
 	f := c.File(def.Path)
 	var out []syntax.Pos
 	for _, kind := range []string{"string_literal", "string"} {
-		for _, n := range c.NodesIn(def, kind) {
+		for _, n := range c.nodesIn(def, kind) {
 			if strings.Contains(f.Text(n), sub) {
 				out = append(out, syntax.Pos{Path: f.Path, Line: n.Line})
 			}
@@ -406,7 +406,7 @@ func (c *Code) Touches(def syntax.Def, names ...string) []string {
 	seen := map[string]bool{}
 	check := func(s string) {
 		for _, n := range names {
-			if !seen[n] && HasIdent(s, n) {
+			if !seen[n] && hasIdent(s, n) {
 				seen[n] = true
 				hit = append(hit, n)
 			}

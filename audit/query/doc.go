@@ -57,7 +57,7 @@
 //	C structure x.Enumerators(enum), x.Dispatches(field, arg, values), x.Forward(fn, param, handles), x.Initialisers(type, struct, field)
 //	text        x.CommentsIn, x.StringsIn, x.LineWith, x.BraceDefault, x.ExprPos, x.Touches
 //	constants   x.Const(name), x.ExpandMacro(name) (C), x.Resolver(params).Constant/Eval (C, C++, Rust, Python to a data.Formula)
-//	findings    x.Finding, x.Answer(role, answer), Verdict + x.RoleFinding, x.PerRole, x.Combined (Combine), x.Q3 / x.Q3PerRole
+//	findings    x.Finding, x.Answer(role, answer), Verdict + x.RoleFinding, x.PerRole (Combine), x.Q3 / x.Q3PerRole
 //	            over four Aspects, x.Hook, x.Constant, Findings (collects constants, first error sticks), x.Absent / x.AbsentFor
 //
 // Anything beyond the declared Needs that a decision finds missing (a Find

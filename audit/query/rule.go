@@ -61,7 +61,7 @@ func Register(impl string, rules ...*Rule) {
 // anchors, report what is absent, else decide.
 func (r *Rule) Audit() *audit.Rule {
 	return &audit.Rule{Name: r.Name, Doc: r.Doc, Question: r.Question, Run: func(p *audit.Pass) (out []audit.Finding, err error) {
-		c, err := Open(p, r.Lang, r.KeepTests, r.Files...)
+		c, err := open(p, r.Lang, r.KeepTests, r.Files...)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func (r *Rule) Audit() *audit.Rule {
 			c.Def(a)
 		}
 		if len(c.missing) > 0 {
-			return []audit.Finding{c.AbsentAs(r.Question, r.Role)}, nil
+			return []audit.Finding{c.absentAs(r.Question, r.Role)}, nil
 		}
 		defer func() {
 			// Whatever the decision met missing (a Find that failed, a
@@ -80,7 +80,7 @@ func (r *Rule) Audit() *audit.Rule {
 				if recover() != nil {
 					out, err = nil, nil
 				}
-				out = append(out, c.AbsentAs(r.Question, r.Role))
+				out = append(out, c.absentAs(r.Question, r.Role))
 			}
 		}()
 		return r.Decide(c)

@@ -136,8 +136,8 @@ func Names(cs []syntax.Call) []string {
 	return out
 }
 
-// HasIdent reports whether s contains name as a whole identifier.
-func HasIdent(s, name string) bool {
+// hasIdent reports whether s contains name as a whole identifier.
+func hasIdent(s, name string) bool {
 	for i := 0; ; {
 		j := strings.Index(s[i:], name)
 		if j < 0 {

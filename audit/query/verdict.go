@@ -32,6 +32,16 @@ func (v *Verdict) Count(k string, n int) {
 	v.Counts[k] = n
 }
 
+// AnswerIf sets answer a with mechanism when the source shape was recognised
+// (ok), else UNKNOWN with otherwise saying what was not recognised.
+func (v *Verdict) AnswerIf(ok bool, a audit.Answer, mechanism, otherwise string) {
+	if ok {
+		v.Answer, v.Mechanism = a, mechanism
+	} else {
+		v.Answer, v.Mechanism = audit.Unknown, otherwise
+	}
+}
+
 // RoleFinding turns a verdict into the finding for question q and role.
 func (c *Code) RoleFinding(q audit.Question, role string, v Verdict) audit.Finding {
 	f := c.Finding(v.Answer, v.Mechanism)
@@ -61,8 +71,8 @@ func Combine(mig, obs audit.Answer) audit.Answer {
 	return audit.RoleDependent
 }
 
-// Combined is the Role Both finding built from the two role findings.
-func (c *Code) Combined(q audit.Question, mig, obs audit.Finding) audit.Finding {
+// combined is the Role Both finding built from the two role findings.
+func (c *Code) combined(q audit.Question, mig, obs audit.Finding) audit.Finding {
 	f := c.Finding(Combine(mig.Answer, obs.Answer), "")
 	f.Question, f.Role = q, Both
 	if mig.Answer == obs.Answer && mig.Mechanism == obs.Mechanism {
@@ -147,7 +157,7 @@ func Dedupe(evs []audit.Evidence) []audit.Evidence {
 // PerRole is the migrating and the observing finding followed by the
 // combined one, the order every per-role question reports in.
 func (c *Code) PerRole(q audit.Question, mig, obs audit.Finding) []audit.Finding {
-	return []audit.Finding{mig, obs, c.Combined(q, mig, obs)}
+	return []audit.Finding{mig, obs, c.combined(q, mig, obs)}
 }
 
 // Findings collects a rule's findings; the first error of a constructor

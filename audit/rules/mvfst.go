@@ -93,13 +93,9 @@ func mvObserving(x *query.Code) query.Verdict {
 	if c, ok := x.LineWith(mvSSM, 1, "conn.transportSettings.disableMigration;"); ok {
 		v.Add(x.Evidence(c, "guard", "migrationDenied when disableMigration"))
 	}
-	if okC && okN && okR && okRS {
-		v.Answer = audit.ResetKeepsRTT
-		v.Mechanism = "onConnectionMigration caches the old controller and RTT, installs a new controller, and keeps the connection-wide RTT estimate unless the new path's validation RTT sample is already known (then srtt = lrtt = mrtt = sample)"
-	} else {
-		v.Answer = audit.Unknown
-		v.Mechanism = "onConnectionMigration shape not recognised"
-	}
+	v.AnswerIf(okC && okN && okR && okRS, audit.ResetKeepsRTT,
+		"onConnectionMigration caches the old controller and RTT, installs a new controller, and keeps the connection-wide RTT estimate unless the new path's validation RTT sample is already known (then srtt = lrtt = mrtt = sample)",
+		"onConnectionMigration shape not recognised")
 	return v
 }
 
@@ -133,13 +129,9 @@ func mvMigrating(x *query.Code) query.Verdict {
 	if c, ok := x.CondIn(x.Opt(query.FuncIn(mvClient, "startPathProbe", "QuicClientTransportLite")), "peerSupportsActiveConnectionMigration"); ok {
 		v.Add(x.Evidence(c.Pos, "guard", "requires a peer that allows active migration: "+c.Text))
 	}
-	if okN && okS && okM {
-		v.Answer = audit.ResetKeepsRTT
-		v.Mechanism = "migrateConnection installs a new controller but keeps the RTT estimate unless the probe's RTT sample exists — and onNetworkSwitch migrates immediately after starting the probe, before any sample"
-	} else {
-		v.Answer = audit.Unknown
-		v.Mechanism = "migrateConnection shape not recognised"
-	}
+	v.AnswerIf(okN && okS && okM, audit.ResetKeepsRTT,
+		"migrateConnection installs a new controller but keeps the RTT estimate unless the probe's RTT sample exists — and onNetworkSwitch migrates immediately after starting the probe, before any sample",
+		"migrateConnection shape not recognised")
 	return v
 }
 

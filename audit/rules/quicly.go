@@ -96,13 +96,9 @@ func qlyMigrating(x *query.Code) query.Verdict {
 	for _, n := range []string{"quicly_set_local_address", "quicly_migrate"} {
 		v.Count(n+"_calls", len(x.Calls(n)))
 	}
-	if okC {
-		v.Answer = audit.No
-		v.Mechanism = "no client-side migration: a client keeps paths[0], and a change of its own local address beneath it leaves egress.cc and egress.loss.rtt untouched"
-	} else {
-		v.Answer = audit.Unknown
-		v.Mechanism = "client path handling not recognised"
-	}
+	v.AnswerIf(okC, audit.No,
+		"no client-side migration: a client keeps paths[0], and a change of its own local address beneath it leaves egress.cc and egress.loss.rtt untouched",
+		"client path handling not recognised")
 	return v
 }
 

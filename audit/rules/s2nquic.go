@@ -104,13 +104,9 @@ func s2nMigrating(x *query.Code) query.Verdict {
 		api = append(api, x.Calls(n)...)
 	}
 	v.Count("client_migration_api_calls", len(api))
-	if okM && strings.Contains(query.GuardText(mu.Guards), "is_client()") && len(api) == 0 {
-		v.Answer = audit.No
-		v.Mechanism = "no client migration API: a client whose local address changes keeps its single Path and updates the handle in place (Path::on_datagram_received -> handle.maybe_update), RTT and controller untouched"
-	} else {
-		v.Answer = audit.Unknown
-		v.Mechanism = "client-side path handling not recognised"
-	}
+	v.AnswerIf(okM && strings.Contains(query.GuardText(mu.Guards), "is_client()") && len(api) == 0, audit.No,
+		"no client migration API: a client whose local address changes keeps its single Path and updates the handle in place (Path::on_datagram_received -> handle.maybe_update), RTT and controller untouched",
+		"client-side path handling not recognised")
 	return v
 }
 

@@ -61,13 +61,9 @@ func tquicActivation(x *query.Code) query.Verdict {
 			onlyMP = false
 		}
 	}
-	if onlyMP {
-		v.Answer = audit.NotSupported
-		v.Mechanism = "without multipath the active path never changes: a validated new path is set_active(multipath) = false and select_send_path keeps the original active path"
-	} else {
-		v.Answer = audit.Unknown
-		v.Mechanism = "path activation outside multipath not recognised"
-	}
+	v.AnswerIf(onlyMP, audit.NotSupported,
+		"without multipath the active path never changes: a validated new path is set_active(multipath) = false and select_send_path keeps the original active path",
+		"path activation outside multipath not recognised")
 	return v
 }
 
@@ -88,13 +84,9 @@ var tquicQ1 = &query.Rule{
 			m.Add(x.Evidence(c.Pos, "comment", query.OneLine(c.Context)))
 		}
 		m.Count("migrate_path_call_sites", len(x.Calls("migrate_path")))
-		if strings.HasSuffix(body, "Err(Error::InternalError)") && len(x.AllCallsIn(mp)) <= 1 {
-			m.Answer = audit.NotSupported
-			m.Mechanism = fmt.Sprintf("Connection::migrate_path is a stub: %q", body)
-		} else {
-			m.Answer = audit.Unknown
-			m.Mechanism = "migrate_path has a body: " + body
-		}
+		m.AnswerIf(strings.HasSuffix(body, "Err(Error::InternalError)") && len(x.AllCallsIn(mp)) <= 1, audit.NotSupported,
+			fmt.Sprintf("Connection::migrate_path is a stub: %q", body),
+			"migrate_path has a body: "+body)
 		// Observing role: the server creates a path with fresh Recovery, but never activates it.
 		o := act
 		if c, ok := x.CallIn(gocp, "new", "path::Path::new"); ok {

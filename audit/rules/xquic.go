@@ -50,13 +50,9 @@ func xqMigrating(x *query.Code) query.Verdict {
 		api = append(api, x.Calls(n)...)
 	}
 	v.Count("client_migration_api_calls", len(api))
-	if okD && strings.Contains(dam.RHS, "? 0 : 1") {
-		v.Answer = audit.NotSupported
-		v.Mechanism = "active migration is disabled unless multipath is negotiated: xqc_conn_init_trans_settings advertises disable_active_migration = enable_multipath ? 0 : 1, and there is no client API to move to a new local address"
-	} else {
-		v.Answer = audit.Unknown
-		v.Mechanism = "disable_active_migration setting not recognised"
-	}
+	v.AnswerIf(okD && strings.Contains(dam.RHS, "? 0 : 1"), audit.NotSupported,
+		"active migration is disabled unless multipath is negotiated: xqc_conn_init_trans_settings advertises disable_active_migration = enable_multipath ? 0 : 1, and there is no client API to move to a new local address",
+		"disable_active_migration setting not recognised")
 	return v
 }
 
