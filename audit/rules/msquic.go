@@ -27,7 +27,7 @@ var msquicQ1 = &query.Rule{
 		"field is not a call site), the guard on the one in QuicPathSetActive (port-only exemption), and what the " +
 		"QUIC_PARAM_CONN_LOCAL_ADDRESS setter does: in-place Paths[0] changes, no reset, client only.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		all := x.Set.Calls(msquicReset)
+		all := x.Calls(msquicReset)
 		calls := query.Direct(all, msquicReset)
 		if len(x.Set.Defs(msquicReset)) == 0 {
 			return []audit.Finding{x.Absent(msquicReset)}, nil
@@ -144,7 +144,7 @@ var msquicQ3 = &query.Rule{
 	Doc: "RTT updates are gated on NewLargestAckDifferentPath; ACK byte accounting takes &Connection->Paths[0] " +
 		"(flagged `TODO - Correct?` upstream) and QUIC_ACK_EVENT has no path field.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		lf := x.Set.File("src/core/loss_detection.c")
+		lf := x.File("src/core/loss_detection.c")
 		if lf == nil {
 			return []audit.Finding{x.Absent("src/core/loss_detection.c")}, nil
 		}

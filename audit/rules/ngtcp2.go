@@ -57,7 +57,7 @@ var ngtcp2Reset = &query.Rule{
 		"conn_reset_conn_stat_cc assigns (RTT estimator and window).",
 	Needs: []query.Anchor{query.Func(ngtcp2ResetFn)},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		calls := x.Set.Calls(ngtcp2ResetFn)
+		calls := x.Calls(ngtcp2ResetFn)
 		f := x.Finding(audit.Yes, "")
 		kinds := map[string]int{}
 		roles := map[string]bool{}
@@ -138,7 +138,7 @@ var ngtcp2Q3 = &query.Rule{
 		"in ngtcp2_rtb.c comparing a packet number with cc_pkt_num keep pre-migration packets out of congestion accounting. " +
 		"The rule also asks whether the RTT sample (ngtcp2_conn_update_rtt) sits behind the same watermark: if not, Q3 is SPLIT.",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		rtb := x.Set.File("lib/ngtcp2_rtb.c")
+		rtb := x.File("lib/ngtcp2_rtb.c")
 		if rtb == nil || len(x.Set.Defs("cc_pkt_num")) == 0 {
 			return []audit.Finding{x.Absent("cc_pkt_num watermark (lib/ngtcp2_rtb.c)")}, nil
 		}
@@ -154,7 +154,7 @@ var ngtcp2Q3 = &query.Rule{
 				f.Evidence = append(f.Evidence, x.Evidence(d.Pos, "definition", note))
 			}
 		}
-		setters := query.InFunc(x.Set.Calls("ngtcp2_rtb_reset_cc_state"), ngtcp2ResetFn)
+		setters := query.InFunc(x.Calls("ngtcp2_rtb_reset_cc_state"), ngtcp2ResetFn)
 		for _, c := range setters {
 			arg := ""
 			if len(c.Args) > 1 {

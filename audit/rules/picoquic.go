@@ -205,7 +205,7 @@ var picoQ2 = &query.Rule{
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		handler, upd := n[0], n[1]
-		calls := query.InFunc(x.Set.Calls(picoUpdateRTT), handler.Name)
+		calls := query.InFunc(x.Calls(picoUpdateRTT), handler.Name)
 		if len(calls) == 0 {
 			f := x.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
 			f.Evidence = append(f.Evidence, x.Evidence(handler.Pos, "definition", ""))
@@ -277,11 +277,11 @@ var picoQ3 = &query.Rule{
 		handler := x.Needed()[0]
 		hf := x.FileOf(handler.Pos)
 		promote := query.Filter(hf.Assigns(handler.Name), func(a syntax.Assign) bool { return a.Target == "first_tuple" })
-		created := query.InFunc(x.Set.Calls("picoquic_create_path"), handler.Name)
+		created := query.InFunc(x.Calls("picoquic_create_path"), handler.Name)
 		// ACK-derived RTT samples (epoch >= 0; epoch -1 marks the handshake and
 		// challenge hints), and whether any is filtered by tuple.
 		var samples, tupleGuarded []syntax.Call
-		for _, c := range x.Set.Calls(picoUpdateRTT) {
+		for _, c := range x.Calls(picoUpdateRTT) {
 			if c.Func == handler.Name || len(c.Args) < 3 || strings.HasPrefix(strings.TrimSpace(c.Args[2].Text), "-") {
 				continue
 			}

@@ -23,18 +23,10 @@ var quicgoMigratedPath = &query.Rule{
 	Doc: "Counts live call sites of sentPacketHandler.MigratedPath (tests and mocks excluded), the role of " +
 		"each (an early exit for PerspectiveClient before the call makes it the server's reactive switch), and " +
 		"what MigratedPath does: a new congestion controller, RTT reset to DefaultInitialRTT.",
+	Needs: []query.Anchor{query.Method("sentPacketHandler", "MigratedPath")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		var def syntax.Def
-		found := false
-		for _, d := range x.Set.Funcs("MigratedPath") {
-			if strings.TrimPrefix(d.Owner, "*") == "sentPacketHandler" {
-				def, found = d, true
-			}
-		}
-		if !found {
-			return []audit.Finding{x.Absent("(*sentPacketHandler).MigratedPath")}, nil
-		}
-		calls := x.Set.Calls("MigratedPath")
+		def := x.Needed()[0]
+		calls := x.Calls("MigratedPath")
 		f := x.Answer(query.Both, audit.Yes)
 		roles := map[string]int{}
 		for _, c := range calls {
@@ -106,7 +98,7 @@ var quicgoQ3 = &query.Rule{
 	Needs: []query.Anchor{query.Func("MigratedPath")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		mp := x.Needed()[0]
-		declared := query.InFunc(x.Set.Calls("DeclareLost"), mp.Name)
+		declared := query.InFunc(x.Calls("DeclareLost"), mp.Name)
 		f := x.Answer(query.Both, audit.Yes)
 		f.Evidence = append(f.Evidence, x.CallEvidence(declared, "call", "")...)
 		var nils []syntax.Assign

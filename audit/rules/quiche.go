@@ -36,7 +36,7 @@ var quicheDeadHook = &query.Rule{
 		if len(impls)+len(decls) == 0 {
 			return []audit.Finding{x.Absent("fn " + hook)}, nil
 		}
-		calls := query.Live(x.Set.Calls(hook))
+		calls := query.Live(x.Calls(hook))
 		empty := 0
 		f := x.Finding(audit.Inert, "")
 		f.Role = "" // a hook finding; the combined Q1 answer is quiche/per-path-recovery
@@ -75,23 +75,15 @@ var quichePerPath = &query.Rule{
 	Doc: "Path::new initialises its own recovery with Recovery::new_with_config (the initial window); Path::new " +
 		"is called for every new peer address; the hook called on a path switch (on_path_change) runs loss " +
 		"detection on the old path and resets nothing.",
+	Needs: []query.Anchor{query.Method("Path", "new")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		var pathNew syntax.Def
-		found := false
-		for _, d := range query.LiveDefs(x.Set.Funcs("new")) {
-			if d.Owner == "Path" {
-				pathNew, found = d, true
-			}
-		}
-		if !found {
-			return []audit.Finding{x.Absent("Path::new")}, nil
-		}
+		pathNew := x.Needed()[0]
 		pf := x.FileOf(pathNew.Pos)
 		init := query.Filter(pf.Assigns("new"), func(a syntax.Assign) bool {
 			return a.FuncOwner == "Path" && a.Target == "recovery" && strings.Contains(a.RHS, "Recovery::new")
 		})
-		creations := query.Filter(query.Live(x.Set.Calls("new")), func(c syntax.Call) bool { return c.Callee == "path::Path::new" || c.Callee == "Path::new" })
-		switches := query.Filter(query.Live(x.Set.Calls("on_path_change")), func(c syntax.Call) bool { return strings.Contains(c.Callee, "recovery") })
+		creations := query.Filter(query.Live(x.Calls("new")), func(c syntax.Call) bool { return c.Callee == "path::Path::new" || c.Callee == "Path::new" })
+		switches := query.Filter(query.Live(x.Calls("on_path_change")), func(c syntax.Call) bool { return strings.Contains(c.Callee, "recovery") })
 		f := x.Answer(query.Both, audit.Yes)
 		f.Evidence = append(f.Evidence, x.Evidence(pathNew.Pos, "definition", "Path::new"))
 		for _, a := range init {
@@ -119,17 +111,9 @@ var quicheQ2 = &query.Rule{
 	Name: "quiche/q2-initial-rtt", Question: audit.Q2, Role: query.Both, Files: quicheFiles,
 	Doc: "What Path::on_response_received (PATH_RESPONSE) does: no RTT call or assignment; the new path's " +
 		"Recovery starts from the configured initial_rtt.",
+	Needs: []query.Anchor{query.Method("Path", "on_response_received")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		var h syntax.Def
-		found := false
-		for _, d := range query.LiveDefs(x.Set.Funcs("on_response_received")) {
-			if d.Owner == "Path" {
-				h, found = d, true
-			}
-		}
-		if !found {
-			return []audit.Finding{x.Absent("Path::on_response_received")}, nil
-		}
+		h := x.Needed()[0]
 		hf := x.FileOf(h.Pos)
 		rttCalls := query.Filter(hf.CallsIn(h.Name), func(c syntax.Call) bool {
 			return c.FuncOwner == "Path" && strings.Contains(strings.ToLower(c.Name), "rtt")
