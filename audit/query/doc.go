@@ -49,7 +49,8 @@
 //
 // # What a decision reads (*Code)
 //
-//	anchors     Func, Method, FuncIn, FreeFuncIn, Const; x.Needed(), x.Def, x.Find (records absence), x.Lookup, x.Opt (do not)
+//	anchors     Func, Method, FuncIn, FreeFuncIn, Const; x.Needed(), x.Defs(list...), x.Def, x.Find (record absence), x.Lookup,
+//	            x.Opt (do not); a role reader shared by rules declares var <reader>Needs, the rules Join it into their Needs
 //	calls       x.Calls(name), x.CallsIn(def, name), x.CallIn(def, name, substrings...), x.AllCallsIn(def);
 //	            Call.Guards (innermost first), query.GuardText, GuardedBy, UnderCase, InFunc, Direct, Live, Filter
 //	assignments x.Assigns(fn), x.AssignsIn(def), x.AssignIn(def, target, substrings...), x.FieldInit(def, field)
@@ -57,7 +58,7 @@
 //	C structure x.Enumerators(enum), x.Dispatches(field, arg, values), x.Forward(fn, param, handles), x.Initialisers(type, struct, field)
 //	text        x.CommentsIn, x.StringsIn, x.LineWith, x.BraceDefault, x.ExprPos, x.Touches
 //	constants   x.Const(name), x.ExpandMacro(name) (C), x.Resolver(params).Constant/Eval (C, C++, Rust, Python to a data.Formula)
-//	findings    x.Finding, x.Answer(role, answer), Verdict + x.RoleFinding, x.PerRole (Combine), x.Q3 / x.Q3PerRole
+//	findings    x.Finding, x.Answer(role, answer), Verdict (AnswerIf) + x.RoleFinding, x.PerRole (Combine), x.Q3 / x.Q3PerRole
 //	            over four Aspects, x.Hook, x.Constant, Findings (collects constants, first error sticks), x.Absent / x.AbsentFor
 //
 // Anything beyond the declared Needs that a decision finds missing (a Find
