@@ -406,7 +406,7 @@ func (c *Code) Touches(def syntax.Def, names ...string) []string {
 	seen := map[string]bool{}
 	check := func(s string) {
 		for _, n := range names {
-			if !seen[n] && hasIdent(s, n) {
+			if !seen[n] && syntax.ContainsWord(s, n) {
 				seen[n] = true
 				hit = append(hit, n)
 			}

@@ -135,24 +135,3 @@ func Names(cs []syntax.Call) []string {
 	}
 	return out
 }
-
-// hasIdent reports whether s contains name as a whole identifier.
-func hasIdent(s, name string) bool {
-	for i := 0; ; {
-		j := strings.Index(s[i:], name)
-		if j < 0 {
-			return false
-		}
-		j += i
-		before := j == 0 || !identByte(s[j-1])
-		after := j+len(name) >= len(s) || !identByte(s[j+len(name)])
-		if before && after {
-			return true
-		}
-		i = j + 1
-	}
-}
-
-func identByte(b byte) bool {
-	return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
-}
