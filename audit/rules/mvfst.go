@@ -27,7 +27,9 @@ const (
 	mvCubic  = "quic/congestion_control/QuicCubic.cpp"
 )
 
-var mvFiles = []string{mvSSM, mvPM, mvClient, mvSFF, mvAck, mvConst, mvCubic, "quic/congestion_control/CongestionControlFunctions.cpp", "quic/state/QuicStateFunctions.cpp", "quic/state/StateData.h"}
+var mvFiles = []string{mvSSM, mvPM, mvClient, mvSFF, mvAck, mvConst, mvCubic, "quic/congestion_control/CongestionControlFunctions.cpp", "quic/state/QuicStateFunctions.cpp", "quic/state/StateData.h",
+	// the fallback-path switch also restores a cached path state
+	"quic/server/QuicServerTransport.cpp"}
 
 func init() {
 	audit.Register("mvfst",
