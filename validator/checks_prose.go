@@ -606,4 +606,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
