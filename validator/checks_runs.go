@@ -48,7 +48,7 @@ var (
 )
 
 func (v *Validator) runIdentity(path string) (*runID, error) {
-	return memo(&v.mu, v.runs, path, func() (*runID, error) {
+	return memo(&v.mu, v.runs, canonical(path), func() (*runID, error) {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("%w: %s absent", errNoSource, path)
 		}

@@ -291,7 +291,7 @@ func (v *Validator) resolve(origin, rel string) (string, error) {
 }
 
 func (v *Validator) trace(path string) (*traceFacts, error) {
-	return memo(&v.mu, v.traces, path, func() (*traceFacts, error) {
+	return memo(&v.mu, v.traces, canonical(path), func() (*traceFacts, error) {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("%w: %s absent", errNoSource, path)
 		}
@@ -307,4 +307,14 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// canonical is a file's cache key: the same file reached through a link
+// (a planted-fault copy of the evidence links what it leaves alone) is
+// read once.
+func canonical(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
