@@ -97,7 +97,7 @@ func regzip(t *testing.T, content []byte) []byte {
 	return buf.Bytes()
 }
 
-func sha(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+func sha(b []byte) []byte    { s := sha256.Sum256(b); return s[:] }
 func shaHex(b []byte) string { return hex.EncodeToString(sha(b)) }
 
 // impl returns the implementation object named name.
