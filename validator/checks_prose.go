@@ -78,6 +78,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 // deadHooks recounts every entry's reset hook at its pinned commit: the
 // implementations whose hook nothing calls and how many entries name one.
 func deadHooks(v *Validator, doc gjson.Result, d *verdict) (dead []string, withHooks int) {
+	reported := false
 	for _, im := range doc.Get("implementations").Array() {
 		r := im.Get("reachability")
 		if !r.Exists() {
@@ -91,8 +92,9 @@ func deadHooks(v *Validator, doc gjson.Result, d *verdict) (dead []string, withH
 			} else {
 				d.fail("%s: %v", im.Get("name").String(), serr)
 			}
-		} else {
+		} else if !reported {
 			sourceErr(d, err)
+			reported = true
 		}
 		if n == 0 {
 			dead = append(dead, im.Get("name").String())
@@ -355,12 +357,16 @@ func qualifiedCalls(t *sourceTree, q string) (int, error) {
 func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 	var d verdict
 	t, terr := v.tree(im)
+	// Without the source, the figures that need it are unverifiable
+	// (reported once, at the end); the sentences' other claims are still
+	// checked.
+	skipped := 0
 	reach := im.Get("reachability")
 	derived, underived := 0, 0
 	var notDerived []string
 	recount := func(where, sym, form string, claimed int, what string) {
 		if terr != nil {
-			sourceErr(&d, terr)
+			skipped++
 			return
 		}
 		calls, handlers, err := v.callCount(t, sym, form)
@@ -397,6 +403,9 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 			// Hooks named with their call sites.
 			for _, m := range hookRe.FindAllStringSubmatchIndex(text, -1) {
 				sym := text[m[4]:m[5]]
+				if strings.Contains(text[m[6]:m[7]], "hook: ") {
+					continue // a hook stated without its count: the count found is the next one's
+				}
 				claimed := 0
 				if m[8] >= 0 {
 					claimed = atoi(text[m[8]:m[9]])
@@ -418,6 +427,10 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 						d.fail("%s lists %d positions for %d call sites of %s", where, len(pos), claimed, sym)
 					}
 					for _, p := range pos {
+						if terr != nil {
+							skipped++
+							continue
+						}
 						v.checkPosition(&d, t, terr, where, p[1], atoi(p[2]), lastPart(sym))
 						derived++
 					}
@@ -462,7 +475,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 			}
 			for _, m := range calledAtRe.FindAllStringSubmatchIndex(text, -1) {
 				if terr != nil {
-					sourceErr(&d, terr)
+					skipped++
 					continue
 				}
 				q := text[m[2]:m[3]]
@@ -482,9 +495,13 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				if covered[m[0]] {
 					continue
 				}
+				mark(m[0], m[1])
+				if terr != nil {
+					skipped++
+					continue
+				}
 				v.checkPosition(&d, t, terr, where, text[m[2]:m[3]], atoi(text[m[4]:m[5]]), "")
 				derived++
-				mark(m[0], m[1])
 			}
 			// Per-role answers stated in the prose are the roles'.
 			roles := map[string]string{}
@@ -526,6 +543,9 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 		}
 		return true
 	})
+	if skipped > 0 {
+		sourceErr(&d, fmt.Errorf("%d stated figures need the source: %w", skipped, terr))
+	}
 	d.note("%d stated figures recounted", derived)
 	if underived > 0 {
 		d.note("%d counts stated without a derivation here (e.g. %s)", underived, strings.Join(notDerived, " | "))
@@ -573,8 +593,7 @@ func repVotes(im gjson.Result, q string) (yes, no int) {
 // names sym when the sentence says it calls sym there.
 func (v *Validator) checkPosition(d *verdict, t *sourceTree, terr error, where, path string, line int, sym string) {
 	if terr != nil {
-		sourceErr(d, terr)
-		return
+		return // reported once by the caller
 	}
 	lines, err := t.lines(path)
 	if err != nil {
