@@ -40,6 +40,15 @@ var (
 	combinedRe = regexp.MustCompile(`combined from the per-role findings: ((?:(?:migrating|observing) [A-Z_/]+(?:, )?)+)`)
 	disagreeRe = regexp.MustCompile(`repetitions disagree: (\d+) YES, (\d+) NO`)
 	numberRe   = regexp.MustCompile(`\b\d+\b`)
+
+	// Counts of the answer's own cited positions (each verified at the
+	// commit by evidence-positions): "3 guards in ngtcp2_rtb.c",
+	// "handled by 8 of 8 algorithms", "11 alg_notify sites dispatch",
+	// "hard-codes Paths[0] at 2 sites".
+	kindInFileRe = regexp.MustCompile(`\b(\d+) (guard|call|assignment|handler|definition|dispatch)s? in ([\w./-]+\.[a-z]+)\b`)
+	handledByRe  = regexp.MustCompile(`handled by (\d+) of \d+ algorithms`)
+	sitesOfRe    = regexp.MustCompile(`\b(\d+) (\w+) sites dispatch`)
+	atSitesRe    = regexp.MustCompile(`(\S+) at (\d+) sites\b`)
 )
 
 // checkLiveSummary: the summary's figures are the repetitions' own.
@@ -489,6 +498,49 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 					d.fail("%s says %s is called at %s sites; %d at %s", where, q, text[m[4]:m[5]], n, short(im.Get("commit").String()))
 				}
 				mark(m[0], m[1])
+			}
+			// Counts of the answer's own cited positions.
+			ev := a.Get("evidence").Array()
+			countEv := func(keep func(e gjson.Result) bool) int {
+				seen := map[string]bool{}
+				for _, e := range ev {
+					if keep(e) {
+						seen[e.Get("path").String()+":"+e.Get("line").String()] = true
+					}
+				}
+				return len(seen)
+			}
+			evCount := func(m []int, claimedAt int, what string, n int) {
+				derived++
+				if c := atoi(text[m[claimedAt]:m[claimedAt+1]]); c != n {
+					d.fail("%s says %d %s; the answer cites %d", where, c, what, n)
+				}
+				mark(m[0], m[1])
+			}
+			for _, m := range kindInFileRe.FindAllStringSubmatchIndex(text, -1) {
+				if covered[m[0]] {
+					continue
+				}
+				kind, file := text[m[4]:m[5]], text[m[6]:m[7]]
+				evCount(m, 2, kind+"s in "+file, countEv(func(e gjson.Result) bool {
+					return e.Get("kind").String() == kind && (e.Get("path").String() == file || strings.HasSuffix(e.Get("path").String(), "/"+file))
+				}))
+			}
+			for _, m := range handledByRe.FindAllStringSubmatchIndex(text, -1) {
+				evCount(m, 2, "handling algorithms", countEv(func(e gjson.Result) bool { return e.Get("kind").String() == "handler" }))
+			}
+			for _, m := range sitesOfRe.FindAllStringSubmatchIndex(text, -1) {
+				tok := text[m[4]:m[5]]
+				evCount(m, 2, tok+" sites", countEv(func(e gjson.Result) bool {
+					return e.Get("kind").String() == "dispatch" && strings.Contains(e.Get("excerpt").String(), tok)
+				}))
+			}
+			for _, m := range atSitesRe.FindAllStringSubmatchIndex(text, -1) {
+				tok := text[m[2]:m[3]]
+				if covered[m[4]] || !strings.ContainsAny(tok, "[_.>") {
+					continue // a code token, not a word
+				}
+				evCount(m, 4, "sites of "+tok, countEv(func(e gjson.Result) bool { return strings.Contains(e.Get("excerpt").String(), tok) }))
 			}
 			// Any other cited position must exist at the commit.
 			for _, m := range positionRe.FindAllStringSubmatchIndex(text, -1) {
