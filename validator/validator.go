@@ -61,6 +61,9 @@ type Options struct {
 	Evidence string
 	// Record writes the counts into the survey file.
 	Record bool
+	// Pins is a pins file in the format of data/implementations.json; ""
+	// means the project's own, embedded from data/.
+	Pins string
 }
 
 // Validator holds the primary-source caches so that many survey variants
@@ -73,12 +76,19 @@ type Validator struct {
 	sites  map[string]memoEntry[[]site]
 	traces map[string]memoEntry[*traceFacts]
 	shas   map[string]string
+	runs   map[string]memoEntry[*runID]
+	counts map[string]memoEntry[int]
+
+	pinOnce sync.Once
+	pinned  map[string]pin
+	pinErr  error
 }
 
 // New returns a validator over the given sources.
 func New(opts Options) *Validator {
 	return &Validator{opts: opts, sources: newSourceCache(opts.Mirrors),
-		sites: map[string]memoEntry[[]site]{}, traces: map[string]memoEntry[*traceFacts]{}, shas: map[string]string{}}
+		sites: map[string]memoEntry[[]site]{}, traces: map[string]memoEntry[*traceFacts]{}, shas: map[string]string{},
+		runs: map[string]memoEntry[*runID]{}, counts: map[string]memoEntry[int]{}}
 }
 
 // Run validates the survey file, prints one line per check and the summary
@@ -184,6 +194,8 @@ func (c check) applies(im gjson.Result) bool {
 	switch c.claim {
 	case "":
 		return true
+	case "own-runs":
+		return im.Get("live.origin").String() == survey.OwnRuns && len(im.Get("live.repetitions").Array()) > 0
 	case "evidence":
 		n := 0
 		eachEvidence(im, func(string, gjson.Result) { n++ })
@@ -279,7 +291,7 @@ func (v *Validator) resolve(origin, rel string) (string, error) {
 }
 
 func (v *Validator) trace(path string) (*traceFacts, error) {
-	return memo(&v.mu, v.traces, path, func() (*traceFacts, error) {
+	return memo(&v.mu, v.traces, canonical(path), func() (*traceFacts, error) {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("%w: %s absent", errNoSource, path)
 		}
@@ -295,4 +307,14 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// canonical is a file's cache key: the same file reached through a link
+// (a planted-fault copy of the evidence links what it leaves alone) is
+// read once.
+func canonical(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }

@@ -25,6 +25,7 @@ import (
 type fixture struct {
 	mirrors, evidence, root string
 	raw                     []byte
+	pins                    string // the fixture's own data/implementations.json
 }
 
 func buildFixture(t *testing.T) *fixture {
@@ -77,11 +78,11 @@ func buildFixture(t *testing.T) *fixture {
 		name := string(m[len("@COMMIT(") : len(m)-2])
 		return []byte(commits[name])
 	})
-	return &fixture{mirrors: mirrors, evidence: filepath.Join("testdata", "reference"), root: ".", raw: raw}
+	return &fixture{mirrors: mirrors, evidence: filepath.Join("testdata", "reference"), root: ".", raw: raw, pins: fixturePins(t, raw)}
 }
 
 func (f *fixture) validator() *Validator {
-	return New(Options{Mirrors: f.mirrors, Evidence: f.evidence, RepoRoot: f.root})
+	return New(Options{Mirrors: f.mirrors, Evidence: f.evidence, RepoRoot: f.root, Pins: f.pins})
 }
 
 func failures(rs []Result) []string {

@@ -28,7 +28,9 @@ const (
 	mvCubic  = "quic/congestion_control/QuicCubic.cpp"
 )
 
-var mvFiles = []string{mvSSM, mvPM, mvClient, mvSFF, mvAck, mvConst, mvCubic, "quic/congestion_control/CongestionControlFunctions.cpp", "quic/state/QuicStateFunctions.cpp", "quic/state/StateData.h"}
+var mvFiles = []string{mvSSM, mvPM, mvClient, mvSFF, mvAck, mvConst, mvCubic, "quic/congestion_control/CongestionControlFunctions.cpp", "quic/state/QuicStateFunctions.cpp", "quic/state/StateData.h",
+	// the fallback-path switch also restores a cached path state
+	"quic/server/QuicServerTransport.cpp"}
 
 func init() { query.Register("mvfst", mvQ1, mvQ2, mvQ3, mvConstants) }
 

@@ -14,6 +14,7 @@ func init() { register(newValidateCmd) }
 func newValidateCmd() *cobra.Command {
 	o := validator.Options{}
 	noRecord := false
+	allowUnverifiable := false
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Re-derive every claim in survey_results.json from git objects and raw traces",
@@ -24,7 +25,8 @@ reading, symbol counting and trace readers (it shares no code with audit/,
 parsers/ or discriminator/). It prints PASS, FAIL or UNVERIFIABLE per claim with
 the figure it found, then "N passed, N failed, N unverifiable", records the counts
 in the file, and exits 1 on any FAIL. A claim whose source is absent is
-UNVERIFIABLE, never PASS.`,
+UNVERIFIABLE, never PASS, and also exits 1 unless --allow-unverifiable is given.
+Pins are compared with data/implementations.json (embedded; --pins for another file).`,
 		Example: `  migaudit validate --mirrors /work/.mirror --evidence ../shared/reference`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -42,6 +44,9 @@ UNVERIFIABLE, never PASS.`,
 			if sum.Failed > 0 {
 				return &exitError{code: 1, err: fmt.Errorf("validate: %s", sum)}
 			}
+			if sum.Unverifiable > 0 && !allowUnverifiable {
+				return &exitError{code: 1, err: fmt.Errorf("validate: %s: an unverifiable claim is not a verified one (give the missing sources, or --allow-unverifiable to accept)", sum)}
+			}
 			return nil
 		},
 	}
@@ -50,5 +55,7 @@ UNVERIFIABLE, never PASS.`,
 	cmd.Flags().StringVar(&o.Evidence, "evidence", "", "the study's reference directory (../shared/reference); reference claims are UNVERIFIABLE without it")
 	cmd.Flags().StringVar(&o.RepoRoot, "repo", "", "repository root for data/evidence paths (default: two levels above --file)")
 	cmd.Flags().BoolVar(&noRecord, "no-record", false, "do not write the counts into the file")
+	cmd.Flags().BoolVar(&allowUnverifiable, "allow-unverifiable", false, "exit 0 when claims are UNVERIFIABLE but none FAIL")
+	cmd.Flags().StringVar(&o.Pins, "pins", "", "pins file to compare commits with (default: data/implementations.json, embedded)")
 	return cmd
 }

@@ -243,8 +243,8 @@ func answersFrom(fs []audit.Finding) []survey.Answer {
 				}
 			}
 		}
-		a.Mechanism = strings.Join(mech, "; ")
-		a.Detail = strings.Join(detail, " ")
+		a.Mechanism = strings.Join(survey.OnceEach(mech), "; ")
+		a.Detail = strings.Join(survey.OnceEach(detail), " ")
 		out = append(out, a)
 	}
 	return out
