@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	// Live harnesses register themselves with harnesses/run.
+	_ "github.com/migaudit/migaudit/harnesses/msquic"
 	_ "github.com/migaudit/migaudit/harnesses/ngtcp2"
 	_ "github.com/migaudit/migaudit/harnesses/quicgo"
 )

@@ -27,7 +27,8 @@
  * the index of the (local, peer) address pair in the order first seen, so
  * a return to an earlier pair gets its earlier id. latest_rtt is not in the
  * statistics and stays empty. time_us is CLOCK_MONOTONIC µs since the
- * process started; the "# unix_us_at_zero=" comment ties it to wall time.
+ * process started, the same clock as the t_us of every stdout line, which
+ * also carries unix_us (wall time).
  *
  * Lines on stdout (parsed by harnesses/msquic/proc.go), each "KEY k=v ...":
  *   READY, CONNECTED, SETTINGS, MOVE, LOCAL_ADDRESS_CHANGED,
@@ -540,8 +541,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "migaudit-msquic: create %s: %s\n", OptTimeline, strerror(errno));
         return 1;
     }
-    fprintf(tl, "# migaudit-msquic %s timeline; unix_us_at_zero=%" PRIu64 "; poll_us=%" PRIu64 "\n",
-            IsServer ? "server" : "client", unix_us() - t_us(), OptPollUs);
     fprintf(tl, "time_us,role,path_id,local,peer,active,cwnd,bytes_in_flight,smoothed_rtt,min_rtt,latest_rtt,rttvar,path_mtu,send_bytes,recv_bytes,lost_packets,congestion_events\n");
 
     QUIC_STATUS st = MsQuicOpen2(&Api);
