@@ -100,7 +100,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&impl, "impl", "quic-go", "implementation: quic-go|ngtcp2 (picoquic, msquic: cannot run here)")
+	f.StringVar(&impl, "impl", "quic-go", "implementation with a live harness: quic-go, ngtcp2, quiche, msquic (built from --source), picoquic")
 	f.IntVar(&reps, "reps", 5, "repetitions")
 	f.StringVar(&scenario, "scenario", "standard", "standard|step-down|port-rebind|nat-rebind|migrate-back")
 	f.StringVar(&cc, "cc", "", "congestion control: cubic|reno|bbr (default: the implementation's own)")
