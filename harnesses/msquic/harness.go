@@ -168,7 +168,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		return res, err
 	}
 	bin := a.Path(OutHarness)
-	res.Version = "msquic " + a.Commit
+	res.Version = a.Commit
 	res.Settings["upstream_commit"] = a.Commit
 	res.Settings["upstream_source"] = lib.Source
 	res.Settings["tls_library"] = TLSLib + " (" + tlsCommit(lib) + ", linked statically into libmsquic)"
@@ -271,7 +271,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	res.Settings["move_at"] = env.MigrateAt.String()
 	res.Settings["move_to"] = map[string]string{"a": "path-A address, new port", "b": "path-B address, new port"}[moveTo]
 	var received int64
-	var clientLocal string
+	var clientLocal, libVersion string
 	cli, err := run.Start(run.ProcSpec{Role: "client", NS: env.Net.ClientNS(), Dir: env.Dir,
 		Cmd: env.Net.Command(ctx, env.Net.ClientNS(), bin, cliArgs...),
 		OnStdout: func(s string) {
@@ -286,11 +286,14 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 				return
 			}
 			switch l.Key {
+			case "LIBRARY":
+				libVersion = l.Fields["version"]
 			case "CONNECTED":
 				clientLocal = l.Fields["local"]
 			case "MOVE":
 				res.Moves = append(res.Moves, run.AddrChange{At: l.At, From: l.Fields["from"], To: l.Fields["to"],
-					Evidence: "client SetParam(QUIC_PARAM_CONN_LOCAL_ADDRESS): " + l.Raw})
+					Evidence: fmt.Sprintf("client SetParam(QUIC_PARAM_CONN_LOCAL_ADDRESS) at t_us=%d (%s) from %s; local address is now %s",
+						l.TUS, l.Fields["why"], l.Fields["from"], l.Fields["to"])})
 				clientLocal = l.Fields["to"]
 			case "PROGRESS":
 				received = l.Int("received")
@@ -323,6 +326,10 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	}
 	mu.Lock()
 	res.ReceivedBytes = max(received, 0)
+	if libVersion != "" {
+		// QUIC_PARAM_GLOBAL_LIBRARY_VERSION as the running library reports it.
+		res.Version = libVersion + " (" + a.Commit[:12] + ")"
+	}
 	res.Notes = append(res.Notes, parseErrs...)
 	_ = clientLocal
 	mu.Unlock()
