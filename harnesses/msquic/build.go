@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -102,7 +103,8 @@ func buildLibrary(ctx context.Context, w *upstream.Workspace, quictlsDir string)
 		for p := range w.Submodules {
 			have = append(have, p)
 		}
-		return fmt.Errorf("this msquic commit has no %s submodule (it has: %s); the recipe builds msquic with quictls only", quictlsPath, strings.Join(have, ", "))
+		sort.Strings(have)
+		return fmt.Errorf("this msquic commit has no %s submodule (it has: %s): the recipe builds the QUIC_TLS_LIB=quictls layout of msquic v2.5 and later; v2.4 and earlier select quictls 1.1/3.1 through QUIC_TLS=openssl|openssl3 (submodules/openssl, submodules/openssl3), which it does not build — pass --commit v2.5.0 or later", quictlsPath, strings.Join(have, ", "))
 	}
 	// quictls's test/ tree is not built (msquic configures it with
 	// no-tests) and is skipped: the quictls mirror lacks one of its blobs.
