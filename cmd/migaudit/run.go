@@ -19,6 +19,7 @@ import (
 	// Live harnesses register themselves with harnesses/run.
 	_ "github.com/migaudit/migaudit/harnesses/msquic"
 	_ "github.com/migaudit/migaudit/harnesses/ngtcp2"
+	_ "github.com/migaudit/migaudit/harnesses/picoquic"
 	_ "github.com/migaudit/migaudit/harnesses/quicgo"
 )
 
@@ -123,7 +124,7 @@ func configureUpstream(h liverun.Harness, source, commit string, deps []string) 
 	c, ok := h.(upstream.Configurable)
 	if !ok {
 		if source != "" || commit != "" || len(deps) > 0 {
-			return fmt.Errorf("--source, --commit and --dep apply to harnesses built from an upstream checkout; %s runs installed binaries", h.Name())
+			return fmt.Errorf("--source, --commit and --dep apply to harnesses built from an upstream checkout (picoquic, msquic); %s runs installed binaries", h.Name())
 		}
 		return nil
 	}

@@ -36,6 +36,9 @@ type Source struct {
 	// Commit is a hash, short hash, tag or branch; "" = Impl's pinned commit
 	// in data/implementations.json.
 	Commit string
+	// Dep marks a dependency (error messages then name --dep, not --source);
+	// Ensure sets it for Recipe.Deps.
+	Dep bool
 }
 
 // Recipe says how to build one implementation.
@@ -178,8 +181,12 @@ func locate(src Source) (*gitsrc.Repo, error) {
 	if len(tried) > 0 {
 		where = "none of " + strings.Join(tried, ", ") + " exists"
 	}
-	return nil, fmt.Errorf("no source for %s (%s): %s; pass its clone or bare mirror (--source DIR, or --dep %s=DIR for a dependency), or fetch it: git clone --mirror %s $%s/%s+%s/repo",
-		src.Impl, src.Upstream, where, src.Impl, src.Upstream, gitsrc.MirrorsEnv, owner, name)
+	hint := "--source DIR"
+	if src.Dep {
+		hint = "--dep " + src.Impl + "=DIR"
+	}
+	return nil, fmt.Errorf("no source for %s (%s): %s; pass a clone or bare mirror with %s, or fetch it: git clone --mirror %s $%s/%s+%s/repo",
+		src.Impl, src.Upstream, where, hint, src.Upstream, gitsrc.MirrorsEnv, owner, name)
 }
 
 // Debian package that provides a tool, for the error message.
@@ -285,6 +292,7 @@ func Ensure(ctx context.Context, r Recipe, log io.Writer) (*Artifact, error) {
 		if s.Impl == "" {
 			s.Impl = n
 		}
+		s.Dep = true
 		d, err := resolve(s)
 		if err != nil {
 			return nil, fmt.Errorf("%s dependency: %w", r.Impl, err)
@@ -336,7 +344,7 @@ func Ensure(ctx context.Context, r Recipe, log io.Writer) (*Artifact, error) {
 		DepDirs: map[string]string{}, Options: append([]string(nil), r.Options...), Jobs: runtime.NumCPU(), Log: lf,
 		logPath: logPath, extra: map[string]string{},
 	}
-	fmt.Fprintf(log, "%s %s: exporting %s from %s into %s\n", r.Impl, short(main.commit), r.Impl, main.repo.Dir, w.SrcDir)
+	fmt.Fprintf(log, "%s %s: exporting %s from %s into %s\n", r.Impl, short(main.commit), main.src.Impl, main.repo.Dir, w.SrcDir)
 	if w.Submodules, err = main.snap.Export(w.SrcDir); err != nil {
 		return nil, err
 	}
