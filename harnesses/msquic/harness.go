@@ -70,6 +70,15 @@ func (h *Harness) ConfigureUpstream(o upstream.Options) error {
 	if err := upstream.CheckDeps("msquic", o.Deps, quictlsSource); err != nil {
 		return err
 	}
+	// Find the repository and the commit now, before a testbed or a build.
+	if _, err := upstream.Open(msquicSource(o, o.Commit)); err != nil {
+		return err
+	}
+	if d := o.Deps[quictlsSource]; d != "" {
+		if _, err := os.Stat(d); err != nil {
+			return fmt.Errorf("--dep quictls=%s: %w", d, err)
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.opts, h.art, h.lib = o, nil, nil
