@@ -2,6 +2,10 @@ package msquic
 
 import (
 	"os"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -115,8 +119,20 @@ func TestScenariosAndOptions(t *testing.T) {
 	if err := h.ConfigureUpstream(upstream.Options{Deps: map[string]string{"picotls": "/x"}}); err == nil || !strings.Contains(err.Error(), "quictls") {
 		t.Errorf("--dep picotls accepted: %v", err)
 	}
-	if err := h.ConfigureUpstream(upstream.Options{Deps: map[string]string{"quictls": "/x"}}); err != nil {
-		t.Errorf("--dep quictls rejected: %v", err)
+	t.Setenv("MIGAUDIT_MIRRORS", t.TempDir())
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	if err := h.ConfigureUpstream(upstream.Options{}); err == nil || !strings.Contains(err.Error(), "no source for msquic") {
+		t.Errorf("no source anywhere: %v", err)
+	}
+	src := toyRepo(t)
+	if err := h.ConfigureUpstream(upstream.Options{Source: src, Commit: "HEAD", Deps: map[string]string{"quictls": t.TempDir()}}); err != nil {
+		t.Errorf("--source with --dep quictls rejected: %v", err)
+	}
+	if err := h.ConfigureUpstream(upstream.Options{Source: src, Commit: "HEAD", Deps: map[string]string{"quictls": "/nonexistent/quictls"}}); err == nil || !strings.Contains(err.Error(), "/nonexistent/quictls") {
+		t.Errorf("missing --dep quictls directory: %v", err)
+	}
+	if err := h.ConfigureUpstream(upstream.Options{Source: src, Commit: "v0.0.0-no-such-tag"}); err == nil || !strings.Contains(err.Error(), "v0.0.0-no-such-tag") {
+		t.Errorf("unknown --commit: %v", err)
 	}
 	r := LibraryRecipe(upstream.Options{Source: "/src/msquic", Commit: "v2.4.8"})
 	if r.Src.Dir != "/src/msquic" || r.Src.Commit != "v2.4.8" || r.Impl != "msquic" {
@@ -129,4 +145,28 @@ func TestScenariosAndOptions(t *testing.T) {
 	if !found {
 		t.Errorf("library options %v do not name the TLS library", r.Options)
 	}
+}
+
+// toyRepo is a one-commit git repository standing in for a checkout.
+func toyRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "CMakeLists.txt"), []byte("project(toy)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wt.Add("CMakeLists.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wt.Commit("toy", &git.CommitOptions{Author: &object.Signature{Name: "t", Email: "t@example.org", When: time.Unix(1700000000, 0)}}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
