@@ -2,13 +2,13 @@ package msquic
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"path/filepath"
-	"strings"
-	"testing"
 
 	"github.com/migaudit/migaudit/harnesses/run"
 	"github.com/migaudit/migaudit/harnesses/upstream"
