@@ -147,6 +147,9 @@ type Live struct {
 	// IPChanges is the number of repetitions verified as a genuine IP change.
 	IPChanges int    `json:"ip_changes"`
 	Summary   string `json:"summary"`
+	// Reference is the study's reference repetition kept beside own runs
+	// as a second source (origin "reference"; only with --evidence).
+	Reference *Live `json:"reference,omitempty"`
 }
 
 // Repetition is one live run (or one reference trace / timeline).

@@ -13,10 +13,13 @@ import (
 	"github.com/migaudit/migaudit/data"
 	liverun "github.com/migaudit/migaudit/harnesses/run"
 	"github.com/migaudit/migaudit/harnesses/run/tbnet"
+	"github.com/migaudit/migaudit/harnesses/upstream"
 	"github.com/spf13/cobra"
 
 	// Live harnesses register themselves with harnesses/run.
+	_ "github.com/migaudit/migaudit/harnesses/msquic"
 	_ "github.com/migaudit/migaudit/harnesses/ngtcp2"
+	_ "github.com/migaudit/migaudit/harnesses/picoquic"
 	_ "github.com/migaudit/migaudit/harnesses/quicgo"
 )
 
@@ -30,6 +33,8 @@ func newRunCmd() *cobra.Command {
 		calScope                string
 		transfer, migrateAt     time.Duration
 		backAfter               time.Duration
+		source, commit          string
+		deps                    []string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -59,6 +64,9 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 					why = "no live harness"
 				}
 				return liverun.ErrNotRunnable(im.Name, why)
+			}
+			if err := configureUpstream(h, source, commit, deps); err != nil {
+				return err
 			}
 			sc := liverun.Scenario(scenario)
 			known := false
@@ -93,7 +101,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&impl, "impl", "quic-go", "implementation: quic-go|ngtcp2 (picoquic, msquic: cannot run here)")
+	f.StringVar(&impl, "impl", "quic-go", "implementation with a live harness: quic-go, ngtcp2, quiche, msquic (built from --source), picoquic")
 	f.IntVar(&reps, "reps", 5, "repetitions")
 	f.StringVar(&scenario, "scenario", "standard", "standard|step-down|port-rebind|nat-rebind|migrate-back")
 	f.StringVar(&cc, "cc", "", "congestion control: cubic|reno|bbr (default: the implementation's own)")
@@ -103,8 +111,28 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 	f.DurationVar(&migrateAt, "migrate-at", 5*time.Second, "migrate this long after the handshake")
 	f.DurationVar(&backAfter, "back-after", 5*time.Second, "migrate-back: return to path A this long after leaving it")
 	f.BoolVar(&noProgress, "no-progress", false, "no progress bar")
+	f.StringVar(&source, "source", "", "harnesses built from source (picoquic, msquic): the implementation's clone or bare mirror (default: $MIGAUDIT_MIRRORS, then the user cache)")
+	f.StringVar(&commit, "commit", "", "harnesses built from source: commit, tag or branch to build (default: the pinned commit in data/implementations.json)")
+	f.StringArrayVar(&deps, "dep", nil, "harnesses built from source: a dependency's clone or bare mirror, name=DIR (e.g. picotls=/src/picotls); repeatable")
 	f.StringVar(&calScope, "calibration", tbnet.CalibrateOperatingPoint, "calibration scope: operating-point (the four gates at the run's own path RTTs and rates) or full (gates at 10/20/40 ms, 20/50/100 Mbit/s as well)")
 	return cmd
+}
+
+// configureUpstream hands --source/--commit/--dep to a harness built from
+// an upstream checkout; other harnesses reject them.
+func configureUpstream(h liverun.Harness, source, commit string, deps []string) error {
+	c, ok := h.(upstream.Configurable)
+	if !ok {
+		if source != "" || commit != "" || len(deps) > 0 {
+			return fmt.Errorf("--source, --commit and --dep apply to harnesses built from an upstream checkout (picoquic, msquic); %s runs installed binaries", h.Name())
+		}
+		return nil
+	}
+	dm, err := upstream.ParseDeps(deps)
+	if err != nil {
+		return err
+	}
+	return c.ConfigureUpstream(upstream.Options{Source: source, Commit: commit, Deps: dm})
 }
 
 func runLive(ctx context.Context, cmd *cobra.Command, o liverun.Options) error {

@@ -6,16 +6,24 @@ import (
 	"testing"
 )
 
-// TestRunRefusals: implementations that cannot run here, and bad flags,
+// TestRunRefusals: implementations that cannot run here, bad sources and
+// bad flags,
 // fail at once with a message saying why — before any root check or
 // testbed.
 func TestRunRefusals(t *testing.T) {
+	t.Setenv("MIGAUDIT_MIRRORS", t.TempDir()) // no mirrors: a build-from-source harness has no source
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	tests := []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--impl", "picoquic"}, "picoquic cannot be run live here"},
-		{[]string{"--impl", "msquic"}, "msquic cannot be run live here"},
+		{[]string{"--impl", "picoquic", "--source", "/nonexistent/picoquic"}, "picoquic source /nonexistent/picoquic: stat /nonexistent/picoquic: no such file or directory"},
+		{[]string{"--impl", "picoquic", "--dep", "openssl=/x"}, "--dep openssl: picoquic's dependencies are picotls"},
+		{[]string{"--impl", "picoquic", "--dep", "picotls"}, "want name=DIR"},
+		{[]string{"--impl", "quic-go", "--source", "/x"}, "quic-go runs installed binaries"},
+		{[]string{"--impl", "msquic", "--source", "/nonexistent/msquic"}, "msquic source /nonexistent/msquic: stat /nonexistent/msquic: no such file or directory"},
+		{[]string{"--impl", "msquic", "--dep", "picotls=/x"}, "--dep picotls: msquic's dependencies are quictls"},
+		{[]string{"--impl", "msquic"}, "no source for msquic (https://github.com/microsoft/msquic)"},
 		{[]string{"--impl", "nosuch"}, "unknown implementation"},
 		{[]string{"--impl", "quic-go", "--scenario", "sideways"}, "unknown --scenario"},
 	}

@@ -611,12 +611,26 @@ func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []
 		}
 		finishLive(l)
 		logf(w, "%-9s live: %d own repetitions", pin.Name, len(l.Repetitions))
-		return l, notes, nil
+		// The study's reference repetition stays beside the own runs as a
+		// second source when --evidence is given.
+		ref, rnotes, err := referenceLive(o, pin, w)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.Reference = ref
+		return l, append(notes, rnotes...), nil
 	}
+	return referenceLive(o, pin, w)
+}
+
+// referenceLive analyses the study's reference trace for pin when
+// --evidence is given (nil when there is none).
+func referenceLive(o Options, pin data.Implementation, w io.Writer) (*survey.Live, []string, error) {
+	var notes []string
 	rel, ok := referenceTraces[pin.Name]
 	if !ok || o.Evidence == "" {
 		if ok {
-			notes = append(notes, "no live runs here; the study's reference trace is used when --evidence points at ../shared/reference")
+			notes = append(notes, "the study's reference trace is used when --evidence points at ../shared/reference")
 		}
 		return nil, notes, nil
 	}
@@ -635,9 +649,8 @@ func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []
 	rep := fromAnalysis(&an, "study", rel, sha)
 	l := &survey.Live{Origin: survey.Reference, Repetitions: []survey.Repetition{rep}}
 	finishLive(l)
-	notes = append(notes, "live part from the study's reference trace "+rel+" (one repetition of the study's five; read from --evidence, never copied into this repository)")
+	notes = append(notes, "study's reference trace "+rel+" analysed (one repetition of the study's five; read from --evidence, never copied into this repository)")
 	logf(w, "%-9s live: reference trace %s", pin.Name, rel)
-	_ = cons
 	return l, notes, nil
 }
 

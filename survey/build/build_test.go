@@ -170,3 +170,38 @@ func TestReferenceTraceIsAnalysedNotCopied(t *testing.T) {
 		t.Errorf("msquic reference repetition = reset %v after %d first RTT %d kind %s", r.ResetObserved, r.WindowAfterBytes, r.RTT.FirstAfterUS, r.Migration.Kind)
 	}
 }
+
+func TestReferenceKeptBesideOwnRuns(t *testing.T) {
+	ref := filepath.Join("..", "..", "..", "shared", "reference")
+	if _, err := os.Stat(filepath.Join(ref, "traces", "quicgo_server.sqlog.gz")); err != nil {
+		t.Skip("../shared/reference absent")
+	}
+	root, mirrors := world(t, "YES")
+	out := filepath.Join(root, "data", "survey_results.json")
+	s, err := Run(context.Background(), Options{Out: out, RepoRoot: root, Mirrors: mirrors, Evidence: ref, Only: []string{"quic-go"}, Audit: fakeAudit}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := survey.Read(out); err != nil {
+		t.Fatalf("survey with a second source does not re-read against the schema: %v", err)
+	}
+	l := s.Find("quic-go").Live
+	if l == nil || l.Origin != survey.OwnRuns || l.Retained != 1 {
+		t.Fatalf("live = %+v, want the one own repetition first", l)
+	}
+	r := l.Reference
+	if r == nil || r.Origin != survey.Reference || len(r.Repetitions) != 1 || r.Repetitions[0].Trace != "traces/quicgo_server.sqlog.gz" {
+		t.Fatalf("reference beside own runs = %+v", r)
+	}
+	if r.Repetitions[0].Migration.Kind == "" || r.Repetitions[0].TraceSHA256 == "" {
+		t.Errorf("reference repetition not analysed: %+v", r.Repetitions[0])
+	}
+	// Without --evidence there is no second source.
+	s, err = Run(context.Background(), Options{RepoRoot: root, Mirrors: mirrors, Only: []string{"quic-go"}, Audit: fakeAudit}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Find("quic-go").Live.Reference != nil {
+		t.Error("a reference without --evidence")
+	}
+}

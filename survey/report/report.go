@@ -80,6 +80,9 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 	p("| Language | %s |\n", im.Language)
 	if im.Live != nil {
 		p("| Live evidence | %s (%s) |\n", im.Live.Summary, originText(im.Live.Origin))
+		if r := im.Live.Reference; r != nil {
+			p("| Second source | %s (%s) |\n", r.Summary, originText(r.Origin))
+		}
 	}
 	p("\n## Answers\n\n| Question | Requirement | Level | Answer | Established | Source / live |\n|---|---|---|---|---|---|\n")
 	for _, q := range survey.Questions {

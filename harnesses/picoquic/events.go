@@ -1,0 +1,52 @@
+package picoquic
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Event is one line pqharness prints on stdout:
+//
+//	EV <unix-ns> <name> key=value ...
+type Event struct {
+	At     time.Time
+	Name   string
+	Fields map[string]string
+	Line   string
+}
+
+// ParseEvent parses one stdout line; ok is false for lines that are not
+// events (nothing else is printed, but a library may write to stdout).
+func ParseEvent(line string) (ev Event, ok bool, err error) {
+	if !strings.HasPrefix(line, "EV ") {
+		return Event{}, false, nil
+	}
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return Event{}, true, fmt.Errorf("event line %q: want EV <unix-ns> <name> [key=value ...]", line)
+	}
+	ns, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || ns <= 0 {
+		return Event{}, true, fmt.Errorf("event line %q: time %q is not unix nanoseconds", line, f[1])
+	}
+	ev = Event{At: time.Unix(0, ns), Name: f[2], Fields: map[string]string{}, Line: line}
+	for _, kv := range f[3:] {
+		k, v, found := strings.Cut(kv, "=")
+		if !found || k == "" {
+			return Event{}, true, fmt.Errorf("event line %q: field %q is not key=value", line, kv)
+		}
+		ev.Fields[k] = v
+	}
+	return ev, true, nil
+}
+
+// Int returns a numeric field, or -1 when it is absent or not a number.
+func (e Event) Int(k string) int64 {
+	v, err := strconv.ParseInt(e.Fields[k], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
