@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -69,7 +67,7 @@ func checkCommit(v *Validator, doc, im gjson.Result) (Status, string) {
 		if pinned != commit {
 			d.fail("reference pins %s at %s, survey says %s", im.Get("name").String(), short(pinned), short(commit))
 		} else {
-			d.note("matches upstream_commits.txt")
+			d.note("matches the study's pinned commits")
 		}
 	}
 	if _, err := v.tree(im); err != nil {
@@ -87,12 +85,10 @@ func short(c string) string {
 	return c
 }
 
-// referencePin reads upstream_commits.txt from the reference directory.
+// referencePin reads the study's list of upstream commits (from its
+// repository at the pin, or upstream_commits.txt under --evidence).
 func (v *Validator) referencePin(name string) (string, bool) {
-	if v.opts.Evidence == "" {
-		return "", false
-	}
-	b, err := os.ReadFile(filepath.Join(v.opts.Evidence, "upstream_commits.txt"))
+	b, _, err := v.studyBlob("upstream_commits.txt")
 	if err != nil {
 		return "", false
 	}

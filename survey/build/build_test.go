@@ -74,6 +74,7 @@ func fakeAudit(_ context.Context, im data.Implementation, _ string) ([]audit.Fin
 func TestBuildJoinsSourceAndLive(t *testing.T) {
 	root, mirrors := world(t, "YES")
 	out := filepath.Join(root, "data", "survey_results.json")
+	noStudy(t)
 	s, err := Run(context.Background(), Options{Out: out, RepoRoot: root, Mirrors: mirrors, Only: []string{"quic-go", "picoquic"}, Audit: fakeAudit}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -162,11 +163,18 @@ func TestReferenceTraceIsAnalysedNotCopied(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := s.Find("msquic").Live
-	if l == nil || l.Origin != survey.Reference || l.Repetitions[0].Trace != "traces/msquic_server.log.gz" {
+	if l == nil || l.Origin != survey.Reference || l.Repetitions[0].Trace != "phase2-deliverables/evidence/06_sample_traces/msquic_server.log.gz" {
 		t.Fatalf("live = %+v", l)
 	}
 	r := l.Repetitions[0]
 	if !r.ResetObserved || r.WindowAfterBytes != 12200 || r.RTT.FirstAfterUS != 333000 || r.Migration.Kind != "ip" {
 		t.Errorf("msquic reference repetition = reset %v after %d first RTT %d kind %s", r.ResetObserved, r.WindowAfterBytes, r.RTT.FirstAfterUS, r.Migration.Kind)
 	}
+}
+
+// noStudy hides every mirror and cache clone of the study: picoquic and
+// msquic then have no live part.
+func noStudy(t *testing.T) {
+	t.Setenv("MIGAUDIT_MIRRORS", "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 }
