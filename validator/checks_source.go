@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -86,9 +88,13 @@ func short(c string) string {
 }
 
 // referencePin reads the study's list of upstream commits (from its
-// repository at the pin, or upstream_commits.txt under --evidence).
+// repository at the pin, or commit_hashes.txt under --evidence).
 func (v *Validator) referencePin(name string) (string, bool) {
-	b, _, err := v.studyBlob("upstream_commits.txt")
+	b, _, err := v.studyBlob("commit_hashes.txt")
+	if err != nil && v.opts.Evidence != "" {
+		// The study's published sample names it upstream_commits.txt.
+		b, err = os.ReadFile(filepath.Join(v.opts.Evidence, "upstream_commits.txt"))
+	}
 	if err != nil {
 		return "", false
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -51,6 +50,11 @@ fails; 1 otherwise. --update writes the rebuilt survey over the committed one
 			if err := tables.WriteTables(w, res.Survey, "table", ""); err != nil {
 				return err
 			}
+			for _, im := range res.Survey.Implementations {
+				if im.FixCheck != nil {
+					fmt.Fprintf(w, "\nWould a fix be visible? %s: %s\n", im.Name, im.FixCheck.Statement)
+				}
+			}
 			fmt.Fprintln(w)
 			for _, l := range res.Checks {
 				if o.Verbose || !strings.HasPrefix(l, "PASS") {
@@ -74,6 +78,5 @@ fails; 1 otherwise. --update writes the rebuilt survey over the committed one
 	cmd.Flags().StringVar(&o.RepoRoot, "repo", "", "repository root holding data/ (default: the current directory)")
 	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "print every validator check, not only FAIL and UNVERIFIABLE")
 	cmd.Flags().BoolVar(&o.Update, "update", false, "write the rebuilt survey over data/survey_results.json when no check fails")
-	_ = os.Stderr
 	return cmd
 }

@@ -56,6 +56,8 @@ type Result struct {
 	// Checks are the validator's lines, one per check.
 	Checks []string
 	Survey *survey.Survey
+	// Rebuilt is the rebuilt, validated file.
+	Rebuilt []byte
 }
 
 // OK is true when the rebuilt survey is identical and nothing failed.
@@ -159,6 +161,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (Result, error) {
 		return res, fmt.Errorf("reproduce: rebuilt survey: %w", err)
 	}
 
+	res.Rebuilt = rebuilt
 	// 4. Field by field against the committed file.
 	if res.Diffs, err = Compare(committed, rebuilt); err != nil {
 		return res, fmt.Errorf("reproduce: %w", err)
