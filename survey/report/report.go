@@ -222,8 +222,14 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 	} else if im.Live != nil {
 		p("# live: the study's trace, from its repository at the pinned commit\n")
 		for _, r := range im.Live.Repetitions {
-			p("migaudit study extract --out study %s\n", r.Trace)
-			p("migaudit analyze --impl %s study/%s\n", im.Name, r.Trace)
+			name := r.Trace
+			if o.Study != nil {
+				if f, ok := o.Study.Pin.File(r.Trace); ok {
+					name = f.Name
+				}
+			}
+			p("migaudit study extract --out study %s\n", name)
+			p("migaudit analyze --impl %s study/%s\n", im.Name, name)
 		}
 	}
 	p("# every table, rebuilt from the public sources, compared with the committed survey and validated\n")

@@ -106,7 +106,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (Result, error) {
 		bar := newBar(o.Progress, 2, im.Name)
 		dir, err := o.Open(im.Upstream, o.Mirrors, im.Commit)
 		if err != nil {
-			finish(bar)
+			abandon(bar, o.Progress)
 			return res, fmt.Errorf("reproduce: %s: %w", im.Name, err)
 		}
 		bar.Add(2)
@@ -137,10 +137,11 @@ func Run(ctx context.Context, o Options, w io.Writer) (Result, error) {
 	bar := newBar(o.Progress, n, "survey")
 	s, err := build.Run(ctx, build.Options{Out: out, RepoRoot: o.RepoRoot, Mirrors: mirrors, Only: o.Only, Audit: o.Audit, Study: study,
 		Done: func(string) { bar.Add(1) }}, nil)
-	finish(bar)
 	if err != nil {
+		abandon(bar, o.Progress)
 		return res, fmt.Errorf("reproduce: rebuild: %w", err)
 	}
+	finish(bar)
 	res.Survey = s
 
 	// 3. The independent re-derivation, recorded in the rebuilt file as
@@ -180,7 +181,11 @@ func Run(ctx context.Context, o Options, w io.Writer) (Result, error) {
 func openSource(upstream, mirrors, commit string) (string, error) {
 	r, err := studysrc.Locate(upstream, mirrors, "")
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: no mirror under %q and no clone: %v", ErrSource, upstream, mirrors, oneLine(err))
+		where := "no --mirrors and no $" + gitsrc.MirrorsEnv
+		if mirrors != "" {
+			where = "no mirror under " + mirrors
+		}
+		return "", fmt.Errorf("%w: %s: %s, no clone in the cache, and cloning failed: %v", ErrSource, upstream, where, oneLine(err))
 	}
 	if _, err := r.At(commit); err != nil {
 		return "", fmt.Errorf("%w: %s: pinned commit %s not in %s: %v", ErrSource, upstream, commit[:12], r.Dir, oneLine(err))
@@ -192,9 +197,9 @@ func openSource(upstream, mirrors, commit string) (string, error) {
 // one step of its progress bar each.
 func openStudy(o Options, pin *data.StudyPin) (*studysrc.Source, error) {
 	bar := newBar(o.Progress, 1+len(pin.Files), "study")
-	defer finish(bar)
 	dir, err := o.Open(pin.Upstream, o.Mirrors, pin.Commit)
 	if err != nil {
+		abandon(bar, o.Progress)
 		return nil, fmt.Errorf("reproduce: study: %w", err)
 	}
 	bar.Add(1)
@@ -204,10 +209,12 @@ func openStudy(o Options, pin *data.StudyPin) (*studysrc.Source, error) {
 	}
 	for _, f := range pin.Files {
 		if _, _, err := s.Read(f.Path); err != nil {
+			abandon(bar, o.Progress)
 			return nil, fmt.Errorf("reproduce: %w", err)
 		}
 		bar.Add(1)
 	}
+	finish(bar)
 	return s, nil
 }
 
@@ -221,6 +228,15 @@ func newBar(w io.Writer, n int, what string) *progressbar.ProgressBar {
 }
 
 func finish(b *progressbar.ProgressBar) { b.Finish() }
+
+// abandon stops a bar short of 100%, on its own line, so the error after
+// it reads clearly.
+func abandon(b *progressbar.ProgressBar, w io.Writer) {
+	b.Exit()
+	if w != nil {
+		fmt.Fprintln(w)
+	}
+}
 
 func copyFile(from, to string) error {
 	b, err := os.ReadFile(from)
