@@ -233,6 +233,18 @@ func checkFixVisible(v *Validator, doc, im gjson.Result) (Status, string) {
 		}
 	}
 	for _, r := range []gjson.Result{p, u} {
+		id := r.Get("id").String()
+		r.Get("constants").ForEach(func(_, c gjson.Result) bool {
+			if !arithmeticHolds(c.Get("arithmetic").String(), c.Get("value").Float()) {
+				d.fail("%s %s: arithmetic %q does not give %s", id, c.Get("name").String(), c.Get("arithmetic").String(), fnum(c.Get("value").Float()))
+			}
+			return true
+		})
+		if ca := r.Get("rtt.converged_after_us").Int(); ca > 0 {
+			if why, ok := v.firstConverged(sim, r, ca); !ok {
+				d.fail("%s: converged_after_us %d: %s", id, ca, why)
+			}
+		}
 		want := "NO"
 		if r.Get("reset_observed").Bool() {
 			want = "YES"
@@ -264,4 +276,35 @@ func orEmpty(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// firstConverged: the smoothed RTT is within 10% of the new path's round
+// trip at migration+ca, and at no sample between the migration and then.
+func (v *Validator) firstConverged(im, rep gjson.Result, ca int64) (string, bool) {
+	f, err := v.repTrace(im, rep)
+	if err != nil {
+		return err.Error(), false
+	}
+	at := rep.Get("migration.at_us").Int()
+	np := rep.Get("rtt.new_path_us").Int()
+	if np <= 0 {
+		return "no new-path round trip to converge on", false
+	}
+	hit := false
+	for _, s := range f.Samples {
+		if s.SRTT < 0 || s.T <= at {
+			continue
+		}
+		near := roughly(s.SRTT, np, 0.10)
+		switch {
+		case s.T < at+ca-1000 && near:
+			return fmt.Sprintf("the smoothed RTT is already within 10%% of the new path (%d µs) at +%d µs", np, s.T-at), false
+		case within(s.T, at+ca, 1000) && near:
+			hit = true
+		}
+	}
+	if !hit {
+		return fmt.Sprintf("no smoothed-RTT sample at +%d µs within 10%% of the new path (%d µs)", ca, np), false
+	}
+	return "", true
 }

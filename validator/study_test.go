@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -154,5 +155,30 @@ func TestPlantedStudyFaultsRealSurvey(t *testing.T) {
 	}
 	if r := statusOf(t, v, raw, "study/pinned-files"); r.Status != Pass {
 		t.Errorf("committed study pin: %s %s", r.Status, r.Found)
+	}
+}
+
+// Every number and answer of the committed fix check, perturbed alone, is
+// noticed (the whole-survey mutation test covers it too, in 25 minutes on
+// a loaded 2-core machine; this one takes seconds).
+func TestMutationScoreFixCheckRealSurvey(t *testing.T) {
+	v, raw := realWorld(t)
+	if v.opts.Evidence != "" {
+		t.Skip("no mirror of the study")
+	}
+	prefix := "/implementations/" + strconv.Itoa(implIndex(t, raw, "picoquic")) + "/fix_check/"
+	var ms []mutant
+	for _, m := range mutants(raw) {
+		if strings.HasPrefix(m.where, prefix) {
+			ms = append(ms, m)
+		}
+	}
+	killed, survivors, total := scoreMutants(v, raw, ms)
+	t.Logf("fix check mutation score %d/%d", killed, total)
+	for _, s := range survivors {
+		t.Errorf("surviving mutant: %s", s)
+	}
+	if total < 40 {
+		t.Errorf("only %d mutants in the fix check", total)
 	}
 }
