@@ -19,6 +19,7 @@ import (
 
 	"github.com/migaudit/migaudit/audit"
 	"github.com/migaudit/migaudit/audit/gitsrc"
+	_ "github.com/migaudit/migaudit/audit/rules" // the rules the rebuild audits with, as the CLI registers them
 	"github.com/migaudit/migaudit/data"
 	"github.com/migaudit/migaudit/survey"
 	"github.com/migaudit/migaudit/survey/build"
