@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/migaudit/migaudit/survey"
 	"github.com/tidwall/gjson"
@@ -56,8 +55,9 @@ type Options struct {
 	RepoRoot string
 	// Mirrors holds <owner>+<name>/repo bare clones.
 	Mirrors string
-	// Evidence is the reference directory (../shared/reference); reference
-	// claims are UNVERIFIABLE without it.
+	// Evidence overrides the study's repository (data/study.json) with a
+	// directory of its files (traces/…); by default they are read from the
+	// study's mirror at the pinned commit.
 	Evidence string
 	// Record writes the counts into the survey file.
 	Record bool
@@ -109,7 +109,9 @@ func Run(opts Options, w io.Writer) (Summary, error) {
 		if err != nil {
 			return sum, fmt.Errorf("record counts: %w", err)
 		}
-		s.Validation = &survey.ValidationRecord{At: time.Now().UTC().Format(time.RFC3339),
+		// The validation is of the survey's inputs: it carries their date, so
+		// that validating the same survey twice gives the same file.
+		s.Validation = &survey.ValidationRecord{At: s.GeneratedAt,
 			Passed: sum.Passed, Failed: sum.Failed, Unverifiable: sum.Unverifiable}
 		if err := survey.Write(opts.Path, s); err != nil {
 			return sum, fmt.Errorf("record counts: %w", err)
@@ -176,6 +178,9 @@ func (v *Validator) Check(raw []byte) []Result {
 		}
 	}
 	for _, c := range crossChecks {
+		if !c.applies(doc) {
+			continue
+		}
 		st, found := c.fn(v, doc, doc)
 		out = append(out, Result{ID: c.name, Status: st, Found: found})
 	}
@@ -282,10 +287,7 @@ func (v *Validator) resolve(origin, rel string) (string, error) {
 		return "", fmt.Errorf("%s: evidence paths must be relative", rel)
 	}
 	if origin == survey.Reference {
-		if v.opts.Evidence == "" {
-			return "", fmt.Errorf("%w: reference evidence %s needs --evidence (../shared/reference)", errNoSource, rel)
-		}
-		return filepath.Join(v.opts.Evidence, rel), nil
+		return v.studyPath(rel)
 	}
 	return filepath.Join(v.opts.RepoRoot, rel), nil
 }

@@ -33,8 +33,9 @@ the old path, the new path or the default, and answers Q1 and Q3 for each trace.
 
 A timeline CSV has no path events: give the migration instant with --migration-at,
 otherwise the answer is "no migration found".`,
-		Example: `  migaudit analyze --impl quic-go ../shared/reference/traces/quicgo_server.sqlog.gz
-  migaudit analyze --impl msquic --migration-at 5.53s --format json ../shared/reference/timelines/msquic/rep1_server.csv.gz
+		Example: `  migaudit study extract --out study
+  migaudit analyze --impl quic-go study/traces/quicgo_server.sqlog.gz
+  migaudit analyze --impl msquic --migration-at 5.53s --format json study/timelines/msquic/rep1_server.csv
   migaudit analyze --impl ngtcp2 --param S=1452 --new-path-rtt 40ms --format markdown trace.sqlog`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
