@@ -63,6 +63,7 @@ func fuzzParse(f *testing.F, format string, testdata []string, reference, marker
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		checkOracle(t, b, format)
 		for _, opt := range []Options{{Format: format}, {}} {
 			var c timeline.Collector
 			err := Parse("fuzz.trace", bytes.NewReader(b), opt, &c)

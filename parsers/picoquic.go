@@ -50,6 +50,7 @@ type picoquicParser struct {
 	events int
 	title  string
 	start  int64 // offset of the value being decoded, for messages
+	tape   jtape
 }
 
 // errTruncatedDoc is the document ending early: a warning, not an error.
@@ -263,12 +264,16 @@ func (p *picoquicParser) eventList(fields []string, scale float64) error {
 		}
 		p.events++
 		off := p.dec.InputOffset() - int64(len(p.raw))
-		ev := gjson.Parse(bstr(p.raw))
-		var t, cat, evn, data, path gjson.Result
+		if !p.tape.parse(p.raw) {
+			return p.in.errorf(p.events, off, "invalid JSON")
+		}
+		ev := p.tape.root()
+		t, cat, evn, data, path := ev.missing(), ev.missing(), ev.missing(), ev.missing(), ev.missing()
 		switch {
 		case ev.IsArray():
-			ev.ForEach(func(k, v gjson.Result) bool {
-				switch int(k.Num) {
+			k := 0
+			for v := ev.first(); v.Exists(); v = v.next(ev) {
+				switch k {
 				case iTime:
 					t = v
 				case iCat:
@@ -280,8 +285,8 @@ func (p *picoquicParser) eventList(fields []string, scale float64) error {
 				case iPath:
 					path = v
 				}
-				return true
-			})
+				k++
+			}
 		case ev.IsObject():
 			// Named-field events (later qlog drafts in a single document).
 			t, evn, data, path = ev.Get("time"), ev.Get("name"), ev.Get("data"), ev.Get("path")
@@ -289,17 +294,17 @@ func (p *picoquicParser) eventList(fields []string, scale float64) error {
 		default:
 			return p.in.errorf(p.events, off, "event is neither an array nor an object")
 		}
-		if t.Type != gjson.Number {
+		if t.Type() != gjson.Number {
 			return p.in.errorf(p.events, off, "event time is missing or not a number")
 		}
-		if evn.Type != gjson.String {
+		if evn.Type() != gjson.String {
 			return p.in.errorf(p.events, off, "event name is missing or not a string")
 		}
-		name = append(name[:0], cat.Str...)
+		name = append(name[:0], cat.Str()...)
 		if len(name) > 0 {
 			name = append(name, ':')
 		}
-		name = append(name, evn.Str...)
+		name = append(name, evn.Str()...)
 		p.q.rec, p.q.off = p.events, off
 		if err := p.q.event(roundUS(t.Float()*scale), bstr(name), data, p.q.pathID(path)); err != nil {
 			return p.in.errorf(p.events, off, "%v", err)
