@@ -27,7 +27,6 @@ package parsers
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +34,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/migaudit/migaudit/parsers/timeline"
 	"github.com/tidwall/gjson"
 )
@@ -117,7 +117,7 @@ func (in *input) readErr(err error) error {
 // gzipReader turns the io.ErrUnexpectedEOF of a cut-off gzip stream into
 // errTruncatedGzip so that no parser mistakes it for a truncated record.
 type gzipReader struct {
-	z *gzip.Reader
+	z io.Reader
 	n int64
 }
 
@@ -132,6 +132,18 @@ func (g *gzipReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// newGunzip opens a gzip stream (multistream, as gzip -dc reads it). It is
+// klauspost/compress's inflater, about twice the standard library's speed
+// on these traces (BenchmarkGunzip); a variable so the benchmark can compare.
+var newGunzip = func(r io.Reader) (io.Reader, error) {
+	z, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	z.Multistream(true)
+	return z, nil
+}
+
 // Parse reads one trace from r and streams it into h. name is used in error
 // messages only. Gzip is decompressed transparently.
 func Parse(name string, r io.Reader, opt Options, h timeline.Handler) error {
@@ -139,14 +151,13 @@ func Parse(name string, r io.Reader, opt Options, h timeline.Handler) error {
 	var src io.Reader = raw
 	gz := false
 	if magic, _ := raw.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		z, err := gzip.NewReader(raw)
+		z, err := newGunzip(raw)
 		if err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 				return fmt.Errorf("parse %s: %w: header cut short", name, errTruncatedGzip)
 			}
 			return fmt.Errorf("parse %s: gzip header: %w", name, err)
 		}
-		z.Multistream(true)
 		// Decompress on the other core while this one parses.
 		ahead := newReadAhead(&gzipReader{z: z})
 		defer ahead.Close()
