@@ -16,6 +16,10 @@ import (
 // attribution; of the events it keeps the migration finder's state and the
 // recent ACK/send records the packet-number evidence needs.
 //
+// Samples that report neither the window nor the smoothed RTT and name no
+// path are dropped on arrival: classification, windows and the RTT read only
+// the others (classifyScope's contract).
+//
 // It computes exactly what Analyze computes on the whole timeline, and it
 // checks that it did: anything the one pass had to assume (time order, the
 // migration it settled on, the RTT's starting point, retained ACKs) is
@@ -39,8 +43,10 @@ type streamer struct {
 	pathIDsSeen             bool
 	seq                     int64
 
-	// Before the commit: recent samples, and the fold of older ones.
+	// Before the commit: recent samples (from ring[head]), and the fold of
+	// older ones.
 	ring        []seqSample
+	head        int
 	preCwnd     map[string]seqSample // last window-reporting sample per path, evicted
 	preSmoothed seqSample            // last smoothed-RTT-reporting sample, evicted
 	havePreSm   bool
@@ -68,15 +74,17 @@ type seqSample struct {
 	seq int64
 }
 
-// horizonUS is how much sample and ACK history is kept before the commit:
-// the migration is settled one path-validation window after its anchor,
-// and the scope may start a path-validation window and `before` earlier.
+// horizonUS is how much sample and ACK history is kept before the commit.
+// The migration is settled (committed) at the first sample one
+// path-validation window after its anchor; the scope starts `before` the
+// anchor and the migration instant at most one path-validation window
+// before it, so that much history reaches back to both.
 func (st *streamer) horizonUS() int64 {
 	before := st.opt.Before
 	if before == 0 {
 		before = DefaultBefore
 	}
-	return 3*pathValidationWindowUS + before.Microseconds()
+	return pathValidationWindowUS + max(before.Microseconds(), pathValidationWindowUS) + 1
 }
 
 func newStreamer(source string, opt Options) *streamer {
@@ -128,6 +136,12 @@ func (st *streamer) Sample(s timeline.Sample) {
 		st.pathIDsSeen = true
 	}
 	st.seq++
+	// A sample that reports neither the window nor the smoothed RTT, on no
+	// named path, is read by nothing the analysis computes (quic-go logs
+	// bytes in flight alone in two thirds of its metrics records).
+	if s.PathID == "" && !s.Fields.Has(timeline.FieldCwnd) && !s.Fields.Has(timeline.FieldSmoothedRTT) {
+		return
+	}
 	switch {
 	case !st.committed:
 		if m := st.candidate(); m.Found && s.TimeUS > anchorOf(m)+pathValidationWindowUS {
@@ -167,9 +181,8 @@ func anchorOf(m Migration) int64 {
 
 // evict folds ring samples older than t into the per-path state.
 func (st *streamer) evict(t int64) {
-	n := 0
-	for n < len(st.ring) && st.ring[n].s.TimeUS < t {
-		x := st.ring[n]
+	for st.head < len(st.ring) && st.ring[st.head].s.TimeUS < t {
+		x := st.ring[st.head]
 		if x.s.Fields.Has(timeline.FieldCwnd) {
 			st.preCwnd[x.s.PathID] = x
 		}
@@ -177,11 +190,12 @@ func (st *streamer) evict(t int64) {
 			st.preSmoothed, st.havePreSm = x, true
 		}
 		st.evictedMaxT, st.evicted = max(st.evictedMaxT, x.s.TimeUS), true
-		n++
+		st.head++
 	}
-	if n > 0 {
-		// Slide rather than reslice, so the array does not grow forever.
-		st.ring = st.ring[:copy(st.ring, st.ring[n:])]
+	// Slide once half the array is spent, so it does not grow forever.
+	if st.head > 1024 && st.head*2 > len(st.ring) {
+		st.ring = st.ring[:copy(st.ring, st.ring[st.head:])]
+		st.head = 0
 	}
 }
 
@@ -189,9 +203,11 @@ func (st *streamer) evict(t int64) {
 func (st *streamer) commit(m Migration) {
 	st.committed, st.m = true, m
 	st.from, st.to = scopeOf(m, st.opt)
-	if low := min(st.from, m.AtUS); st.evicted && st.evictedMaxT >= low {
+	low := min(st.from, m.AtUS)
+	if st.evicted && st.evictedMaxT >= low {
 		st.fail("history before the scope was not kept")
 	}
+	st.evict(low) // what precedes the scope only counts as the last per path
 	pre := make([]seqSample, 0, len(st.preCwnd)+1)
 	for _, x := range st.preCwnd {
 		pre = append(pre, x)
@@ -205,7 +221,7 @@ func (st *streamer) commit(m Migration) {
 	for _, x := range pre {
 		st.scope = append(st.scope, x.s)
 	}
-	ring := st.ring
+	ring := st.ring[st.head:]
 	st.ring, st.preCwnd = nil, nil
 	for _, x := range ring {
 		st.Sample2(x.s)

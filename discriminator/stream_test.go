@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,4 +195,38 @@ func TestStreamRandom(t *testing.T) {
 			t.Errorf("%s: only %d of %d random traces analyzed in one pass", impl, streamed, total)
 		}
 	}
+}
+
+// BenchmarkAnalyzeFile measures AnalyzeFile (parse + one-pass analysis)
+// on each reference trace; MB/s is of uncompressed trace.
+//
+//	go test -run '^$' -bench BenchmarkAnalyzeFile -benchmem ./discriminator
+func BenchmarkAnalyzeFile(b *testing.B) {
+	ref := referenceDirB(b)
+	for _, c := range []struct{ file, impl string }{
+		{"quicgo_server.sqlog.gz", "quic-go"}, {"ngtcp2_server.sqlog.gz", "ngtcp2"}, {"quiche_server.sqlog.gz", "quiche"},
+		{"picoquic_server.qlog.gz", "picoquic"}, {"msquic_server.log.gz", "msquic"},
+	} {
+		b.Run(c.impl, func(b *testing.B) {
+			p := filepath.Join(ref, "traces", c.file)
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				if _, err := analyzeStream(p, parsers.Options{}, Options{Impl: c.impl}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric((cpuTime()-cpu0).Seconds()*1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// cpuTime is the process's user+system CPU time: on a shared machine it
+// says more about the code than wall-clock time does.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

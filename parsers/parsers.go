@@ -164,7 +164,7 @@ func Parse(name string, r io.Reader, opt Options, h timeline.Handler) error {
 		src = ahead
 		gz = true
 	}
-	in := &input{name: name, r: bufio.NewReaderSize(src, 256<<10), gz: gz}
+	in := &input{name: name, r: bufio.NewReaderSize(src, peekSize), gz: gz}
 	peek, err := in.r.Peek(peekSize)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
 		return in.readErr(err)
@@ -289,7 +289,7 @@ type readAhead struct {
 }
 
 const (
-	readAheadChunk = 256 << 10
+	readAheadChunk = 64 << 10
 	readAheadDepth = 4
 )
 
