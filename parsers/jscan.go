@@ -42,6 +42,16 @@ func jspace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r
 
 // parse scans b; it reports false where gjson.Valid would.
 func (t *jtape) parse(b []byte) bool {
+	_, ok := t.run(b, false)
+	return ok
+}
+
+// parsePrefix scans the one value at the start of b (b[0] opens it) and
+// returns where it ends; what follows is not looked at. false: b holds no
+// valid value there, or not all of it.
+func (t *jtape) parsePrefix(b []byte) (int, bool) { return t.run(b, true) }
+
+func (t *jtape) run(b []byte, prefix bool) (int, bool) {
 	t.b = b
 	t.nodes = t.nodes[:0]
 	t.stack = t.stack[:0]
@@ -54,7 +64,7 @@ func (t *jtape) parse(b []byte) bool {
 			i++
 		}
 		if i >= n {
-			return false
+			return i, false
 		}
 		idx := int32(len(t.nodes))
 		t.nodes = append(t.nodes, jnode{vs: int32(i), ks: ks, ke: ke, kesc: kesc})
@@ -68,7 +78,7 @@ func (t *jtape) parse(b []byte) bool {
 				i++
 			}
 			if i >= n {
-				return false
+				return i, false
 			}
 			if c == '{' {
 				if b[i] == '}' {
@@ -77,11 +87,11 @@ func (t *jtape) parse(b []byte) bool {
 					goto after
 				}
 				if b[i] != '"' {
-					return false
+					return i, false
 				}
 				var ok bool
 				if i, ks, ke, kesc, ok = t.key(i); !ok {
-					return false
+					return i, false
 				}
 				continue
 			}
@@ -96,7 +106,7 @@ func (t *jtape) parse(b []byte) bool {
 			nd.kind = '"'
 			j, esc, ok := scanString(b, i+1)
 			if !ok {
-				return false
+				return i, false
 			}
 			nd.esc = esc
 			i = j
@@ -104,43 +114,51 @@ func (t *jtape) parse(b []byte) bool {
 			nd.kind = '0'
 			j, ok := scanNumber(b, i)
 			if !ok {
-				return false
+				return i, false
 			}
 			i = j
 		case 't':
 			if i+4 > n || b[i+1] != 'r' || b[i+2] != 'u' || b[i+3] != 'e' {
-				return false
+				return i, false
 			}
 			nd.kind = 't'
 			i += 4
 		case 'f':
 			if i+5 > n || b[i+1] != 'a' || b[i+2] != 'l' || b[i+3] != 's' || b[i+4] != 'e' {
-				return false
+				return i, false
 			}
 			nd.kind = 'f'
 			i += 5
 		case 'n':
 			if i+4 > n || b[i+1] != 'u' || b[i+2] != 'l' || b[i+3] != 'l' {
-				return false
+				return i, false
 			}
 			nd.kind = 'n'
 			i += 4
 		default:
-			return false
+			return i, false
 		}
 		nd.ve = int32(i)
 		nd.skip = idx + 1
 	after:
 		// A value ended at i: a separator, a close, or the end.
 		for {
+			if prefix && len(t.stack) == 0 {
+				t.b = b[:i]
+				return i, true
+			}
 			for i < n && jspace(b[i]) {
 				i++
 			}
 			if len(t.stack) == 0 {
-				return i == n
+				if prefix {
+					t.b = b[:i]
+					return i, true
+				}
+				return i, i == n
 			}
 			if i >= n {
-				return false
+				return i, false
 			}
 			top := t.stack[len(t.stack)-1]
 			obj := t.nodes[top].kind == '{'
@@ -152,11 +170,11 @@ func (t *jtape) parse(b []byte) bool {
 						i++
 					}
 					if i >= n || b[i] != '"' {
-						return false
+						return i, false
 					}
 					var ok bool
 					if i, ks, ke, kesc, ok = t.key(i); !ok {
-						return false
+						return i, false
 					}
 				} else {
 					ks, ke, kesc = -1, -1, false
@@ -168,7 +186,7 @@ func (t *jtape) parse(b []byte) bool {
 				t.close(top, i)
 				continue
 			}
-			return false
+			return i, false
 		}
 	}
 }
