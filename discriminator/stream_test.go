@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -229,4 +230,48 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestStreamMemoryFlat: the one pass holds as much for a long trace as
+// for a short one of the same rate (a migration at 5 s, then traffic).
+func TestStreamMemoryFlat(t *testing.T) {
+	peak := func(seconds int64) (uint64, Analysis) {
+		runtime.GC()
+		st := newStreamer("synthetic", Options{Impl: "quic-go"})
+		st.Meta(timeline.Meta{Format: "synthetic"})
+		var top uint64
+		var ms runtime.MemStats
+		pn := int64(0)
+		for tu := int64(0); tu < seconds*1_000_000; tu += 300 {
+			if tu == 5_000_100 {
+				st.Event(timeline.Event{TimeUS: tu, Kind: timeline.PathChallengeReceived, PacketNumber: -1, Data: "aa"})
+			}
+			pn++
+			st.Event(timeline.Event{TimeUS: tu, Kind: timeline.PacketSent, PacketNumber: pn})
+			st.Event(timeline.Event{TimeUS: tu, Kind: timeline.PacketsAcked, PacketNumber: -1, AckRanges: []timeline.Range{{First: pn - 2, Last: pn - 1}}})
+			cw := int64(40960 + (tu/300)%200000)
+			if tu == 5_000_400 {
+				cw = 40960
+			}
+			st.Sample(timeline.Sample{TimeUS: tu, Fields: timeline.FieldCwnd | timeline.FieldSmoothedRTT, CwndBytes: cw, SmoothedRTTUS: 40000 + tu%7})
+			if pn%(1<<16) == 0 {
+				runtime.ReadMemStats(&ms)
+				top = max(top, ms.HeapInuse)
+			}
+		}
+		a, err := st.finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return top, a
+	}
+	short, a := peak(60)
+	long, b := peak(600)
+	if !a.ResetObserved || !b.ResetObserved {
+		t.Fatalf("the synthetic migration was not analyzed: %+v", a.Migration)
+	}
+	t.Logf("peak heap in use: 60 s %.1f MiB, 600 s %.1f MiB", float64(short)/(1<<20), float64(long)/(1<<20))
+	if long > short+short/10+(1<<20) {
+		t.Errorf("peak heap grows with the trace: %.1f MiB for 60 s, %.1f MiB for 600 s", float64(short)/(1<<20), float64(long)/(1<<20))
+	}
 }

@@ -372,17 +372,58 @@ func (v jv) result() gjson.Result {
 	case gjson.String:
 		r.Str = v.Str()
 	case gjson.Number:
-		r.Num, _ = strconv.ParseFloat(r.Raw, 64)
+		r.Num = parseFloat(r.Raw)
 	}
 	return r
 }
 
 func (v jv) Float() float64 {
 	if v.Exists() && v.kind() == '0' {
-		f, _ := strconv.ParseFloat(v.Raw(), 64)
-		return f
+		return parseFloat(v.Raw())
 	}
 	return v.result().Float()
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseFloat is strconv.ParseFloat(s, 64) (errors ignored, as gjson does)
+// with a fast path for what traces hold, plain decimals such as 40.712: a
+// mantissa below 2^53 and at most 22 decimals is m / 10^k in one correctly
+// rounded division, the value ParseFloat returns too (its own exact path).
+func parseFloat(s string) float64 {
+	i, neg := 0, false
+	if i < len(s) && s[i] == '-' {
+		neg, i = true, 1
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, false
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			f, _ := strconv.ParseFloat(s, 64)
+			return f
+		}
+	}
+	if digits == 0 || digits > 15 || frac > 22 || m >= 1<<53 {
+		f, _ := strconv.ParseFloat(s, 64)
+		return f
+	}
+	f := float64(m) / pow10[frac]
+	if neg {
+		f = -f
+	}
+	return f
 }
 
 func (v jv) Int() int64     { return v.result().Int() }

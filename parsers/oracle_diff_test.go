@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/migaudit/migaudit/parsers/timeline"
@@ -111,5 +113,18 @@ func FuzzJtape(f *testing.F) {
 			}
 		}
 		walk(tape.root(), gjson.Parse(tape.root().Raw()))
+	})
+}
+
+// FuzzParseFloat: the fast path gives ParseFloat's value, bit for bit.
+func FuzzParseFloat(f *testing.F) {
+	for _, s := range []string{"0", "-0", "40.712", "0.0371", "123456789012345", "1234567890123456", "9007199254740993", "1.5e3", "1e-7", "-12.000001", "0.1234567890123456789012", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := strconv.ParseFloat(s, 64)
+		if got := parseFloat(s); math.Float64bits(got) != math.Float64bits(want) && !(got != got && want != want) {
+			t.Fatalf("parseFloat(%q) = %v, ParseFloat %v", s, got, want)
+		}
 	})
 }
