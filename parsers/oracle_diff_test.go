@@ -18,6 +18,7 @@ import (
 // same error, byte for byte, on any input.
 var oracles = map[string]parseFunc{
 	FormatPicoquic: oparsePicoquic,
+	FormatMsquic:   oparseMsquic,
 	FormatNgtcp2: func(in *input, h timeline.Handler) error {
 		return oparseJSONSeq(in, h, seqFormat{format: FormatNgtcp2, impl: "ngtcp2",
 			notes: []string{"times and RTTs are logged in whole milliseconds (ngtcp2 truncates); µs values are ms × 1000"}})
