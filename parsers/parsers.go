@@ -5,8 +5,16 @@
 // Every parser streams: it hands samples and events to a timeline.Handler as
 // it reads, so memory does not grow with the trace (Collector, used by
 // ParseFile, is what keeps everything). Gzip input is detected by its magic
-// bytes and decompressed transparently. The format is detected from content
-// unless Options.Format names it.
+// bytes and decompressed transparently (klauspost/compress, on its own
+// goroutine a few chunks ahead). The format is detected from content unless
+// Options.Format names it.
+//
+// The qlog formats are read by a one-pass JSON scanner (jscan.go) that
+// validates each record as gjson.Valid does and allocates nothing per record
+// after warm-up; picoquic's document around its events, and anything
+// malformed, goes through encoding/json as before. The gjson/encoding/json
+// parsers this replaced are kept as the fuzz targets' oracle (oracle_test.go):
+// timelines and errors must match them byte for byte.
 //
 // Units: times are µs from the trace's own reference; windows and byte counts
 // are bytes; RTTs are µs. Each format's file says how it converts.
