@@ -146,18 +146,18 @@ func (st *streamer) Sample(s timeline.Sample) {
 	case !st.committed:
 		if m := st.candidate(); m.Found && s.TimeUS > anchorOf(m)+pathValidationWindowUS {
 			st.commit(m)
-			st.Sample2(s)
+			st.afterCommit(s)
 			return
 		}
 		st.ring = append(st.ring, seqSample{s, st.seq})
 		st.evict(s.TimeUS - st.horizonUS())
 	default:
-		st.Sample2(s)
+		st.afterCommit(s)
 	}
 }
 
-// Sample2 handles a sample after the commit.
-func (st *streamer) Sample2(s timeline.Sample) {
+// afterCommit handles a sample once the migration is settled.
+func (st *streamer) afterCommit(s timeline.Sample) {
 	if !st.scopeDone {
 		if s.TimeUS <= st.to {
 			st.scope = append(st.scope, s)
@@ -224,7 +224,7 @@ func (st *streamer) commit(m Migration) {
 	ring := st.ring[st.head:]
 	st.ring, st.preCwnd = nil, nil
 	for _, x := range ring {
-		st.Sample2(x.s)
+		st.afterCommit(x.s)
 	}
 }
 
