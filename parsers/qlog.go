@@ -201,29 +201,32 @@ func (q *qlog) metrics(t int64, name string, data jv, path string) error {
 	var f timeline.Field
 	var err error
 	var lost int64
-	data.ForEach(func(k jkey, v jv) bool {
+	// Members in order (a direct loop: ForEach gives nothing else to
+	// the keys matched here).
+	for v := data.first(); v.Exists() && err == nil; v = v.next(data) {
 		var x float64
-		switch k.Str {
+		k := v.Key()
+		switch k {
 		case "congestion_window", "cwnd":
-			r.CwndBytes, err = q.integer(name, k.Str, v)
+			r.CwndBytes, err = q.integer(name, k, v)
 			f |= timeline.FieldCwnd
 		case "bytes_in_flight":
-			r.BytesInFlight, err = q.integer(name, k.Str, v)
+			r.BytesInFlight, err = q.integer(name, k, v)
 			f |= timeline.FieldBytesInFlight
 		case "smoothed_rtt":
-			x, err = q.number(name, k.Str, v)
+			x, err = q.number(name, k, v)
 			r.SmoothedRTTUS = roundUS(x * q.rttScale)
 			f |= timeline.FieldSmoothedRTT
 		case "min_rtt":
-			x, err = q.number(name, k.Str, v)
+			x, err = q.number(name, k, v)
 			r.MinRTTUS = roundUS(x * q.rttScale)
 			f |= timeline.FieldMinRTT
 		case "latest_rtt":
-			x, err = q.number(name, k.Str, v)
+			x, err = q.number(name, k, v)
 			r.LatestRTTUS = roundUS(x * q.rttScale)
 			f |= timeline.FieldLatestRTT
 		case "rtt_variance", "rttvar":
-			x, err = q.number(name, k.Str, v)
+			x, err = q.number(name, k, v)
 			r.RTTVarUS = roundUS(x * q.rttScale)
 			f |= timeline.FieldRTTVar
 		case "path_id":
@@ -235,8 +238,7 @@ func (q *qlog) metrics(t int64, name string, data jv, path string) error {
 				lost = v.Get("delta").Int()
 			}
 		}
-		return err == nil
-	})
+	}
 	if err != nil {
 		return err
 	}
@@ -304,11 +306,11 @@ func (q *qlog) packet(t int64, kind timeline.EventKind, data jv, path string) er
 	var frames jv
 	var err error
 	name := string(kind)
-	data.ForEach(func(k jkey, v jv) bool {
-		switch k.Str {
+	for v := data.first(); v.Exists() && err == nil; v = v.next(data) {
+		switch v.Key() {
 		case "header":
-			v.ForEach(func(hk jkey, hv jv) bool {
-				switch hk.Str {
+			for hv := v.first(); hv.Exists() && err == nil; hv = hv.next(v) {
+				switch hv.Key() {
 				case "packet_number":
 					ev.PacketNumber, err = q.integer(name, "packet_number", hv)
 				case "packet_type":
@@ -316,8 +318,7 @@ func (q *qlog) packet(t int64, kind timeline.EventKind, data jv, path string) er
 				case "packet_size":
 					ev.SizeBytes = hv.Int()
 				}
-				return err == nil
-			})
+			}
 		case "packet_type":
 			ev.PacketSpace = q.space(v.Str())
 		case "raw":
@@ -335,8 +336,7 @@ func (q *qlog) packet(t int64, kind timeline.EventKind, data jv, path string) er
 		case "addr_to", "dst":
 			ev.To = q.addr(v)
 		}
-		return err == nil
-	})
+	}
 	if err != nil {
 		return err
 	}
@@ -350,18 +350,17 @@ func (q *qlog) packet(t int64, kind timeline.EventKind, data jv, path string) er
 	if !frames.IsArray() {
 		return fmt.Errorf("event %q: \"frames\" is not an array", name)
 	}
-	frames.ForEach(func(_ jkey, fr jv) bool {
+	for fr := frames.first(); fr.Exists() && err == nil; fr = fr.next(frames) {
 		err = q.frame(ev, kind, fr)
-		return err == nil
-	})
+	}
 	return err
 }
 
 func (q *qlog) frame(pkt timeline.Event, kind timeline.EventKind, fr jv) error {
 	var ftype string
 	var ranges, data jv
-	fr.ForEach(func(k jkey, v jv) bool {
-		switch k.Str {
+	for v := fr.first(); v.Exists(); v = v.next(fr) {
+		switch v.Key() {
 		case "frame_type":
 			ftype = v.Str()
 		case "acked_ranges":
@@ -369,8 +368,7 @@ func (q *qlog) frame(pkt timeline.Event, kind timeline.EventKind, fr jv) error {
 		case "data", "path_challenge", "path_response":
 			data = v
 		}
-		return true
-	})
+	}
 	sent := kind == timeline.PacketSent
 	ev := timeline.Event{TimeUS: pkt.TimeUS, PathID: pkt.PathID, From: pkt.From, To: pkt.To,
 		PacketNumber: pkt.PacketNumber, PacketSpace: pkt.PacketSpace}
