@@ -148,7 +148,7 @@ func (q *qlog) event(t int64, name string, data jv, path string) error {
 			if pid := q.pathID(data.Get("path_id")); pid != "" {
 				path = pid
 			}
-			detail := name
+			detail := q.str(name) // name may be a view of the record
 			if data.Exists() {
 				detail += " " + compact(data.Raw(), 300)
 			}
