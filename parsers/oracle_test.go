@@ -135,7 +135,7 @@ func (q *oqlog) event(t int64, name string, data gjson.Result, path string) erro
 			if pid := q.pathID(data.Get("path_id")); pid != "" {
 				path = pid
 			}
-			detail := name
+			detail := q.str(name) // fixed here too: name may be a view of the record
 			if data.Exists() {
 				detail += " " + compact(data.Raw, 300)
 			}
