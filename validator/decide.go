@@ -328,3 +328,13 @@ func (b block) span(from, to string) block {
 }
 
 func fmtInt(n int) string { return fmt.Sprint(n) }
+
+// fnAny is fn for the first of several spellings a definition has had.
+func (r *reader) fnAny(p string, defs ...string) block {
+	for _, d := range defs {
+		if b := r.fn(p, d); b.ok() {
+			return b
+		}
+	}
+	return block{path: p}
+}
