@@ -83,6 +83,14 @@ func questionCheck(q string) func(v *Validator, doc, im gjson.Result) (Status, s
 		}
 		dec := v.decisions(t, name)[q]
 		facts := strings.Join(dec.Facts, "; ")
+		if src == "" {
+			// No source claim (a live-only entry): the live half decides.
+			d.note("no source answer claimed; the source decides %s%s [%s]", dec.Answer, roleText(dec.Roles), facts)
+			if ans != liveDecided {
+				d.fail("answer %s with no source answer, the traces give %q", ans, liveDecided)
+			}
+			return d.result()
+		}
 		if src != dec.Answer {
 			d.fail("source decides %s%s, survey's source answer is %q [%s]", dec.Answer, roleText(dec.Roles), src, facts)
 		}
