@@ -7,8 +7,8 @@ package validator
 // (Connection::migrate) and server (input → find_path) both get paths that
 // way → RESET_KEEPS_RTT at both roles. Q2: Paths::path_response records no
 // RTT sample → NO. Q3: the RTT sample is taken only for packets sent on the
-// primary path (on_primary_path) and Loss::migrate clears that flag of the
-// old packets; the client's migrate and the PATH_RESPONSE that completes a
+// primary path (on_primary_path), so is congestion input (cc_in_flight,
+// cc_outstanding), and Loss::migrate clears that flag of the old packets; the client's migrate and the PATH_RESPONSE that completes a
 // migration call it (migrating YES), the server's handle_migration does not
 // (observing NO) → ASYMMETRIC.
 func init() { deciders["neqo"] = decideNeqo }
@@ -47,6 +47,10 @@ func decideNeqo(r *reader) map[string]Decision {
 
 	rec := r.file("neqo-transport/src/recovery/mod.rs")
 	gated := r.has(rec, "largest_acked_pkt.on_primary_path()", "RTT sample only for packets sent on the primary path")
+	sent := r.file("neqo-transport/src/recovery/sent.rs")
+	ccGated := r.see(sent, boolLine(sent.find("fn cc_in_flight(&self) -> bool { self.ack_eliciting() && self.on_primary_path()") > 0 &&
+		sent.find("fn cc_outstanding(&self) -> bool { self.ack_eliciting() && self.on_primary_path()") > 0,
+		sent.find("fn cc_in_flight(")), "congestion input (cc_in_flight, cc_outstanding) only for packets sent on the primary path")
 	// Loss::migrate → each space's migrate → SentPacket::clear_primary_path.
 	space := r.fn("neqo-transport/src/recovery/mod.rs", "    fn migrate(&mut self)")
 	clears := r.has(r.fn("neqo-transport/src/recovery/mod.rs", "pub fn migrate(&mut self)"), "space.migrate()", "Loss::migrate migrates every packet-number space") &&
@@ -55,8 +59,13 @@ func decideNeqo(r *reader) map[string]Decision {
 	mig = r.has(r.fn(connRS, "fn input_frame(").span("Frame::PathResponse", "Frame::"), "self.loss_recovery.migrate()", "PATH_RESPONSE completing a migration calls Loss::migrate") || mig
 	obs := r.has(r.fn(connRS, "fn handle_migration("), "self.loss_recovery.migrate()", "server handle_migration calls Loss::migrate")
 	role3 := func(calls bool) string {
-		if gated && clears && calls {
+		switch {
+		case !clears || !calls:
+			return "NO"
+		case gated && ccGated:
 			return "YES"
+		case gated || ccGated:
+			return "SPLIT"
 		}
 		return "NO"
 	}
