@@ -263,7 +263,7 @@ func (r *reader) see(b block, at int, what string) bool {
 	if _, err := r.t.lines(b.path); err != nil {
 		where += ", absent"
 	}
-	r.facts = append(r.facts, fmt.Sprintf("not %s (%s)", what, where))
+	r.facts = append(r.facts, fmt.Sprintf("not found: %s (%s)", what, where))
 	return false
 }
 
