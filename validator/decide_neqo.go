@@ -57,7 +57,9 @@ func decideNeqo(r *reader) map[string]Decision {
 		r.has(space, "clear_primary_path()", "a space's migrate clears its packets' primary-path flag")
 	mig := r.has(r.fn(connRS, "pub fn migrate("), "self.loss_recovery.migrate()", "client migration calls Loss::migrate")
 	mig = r.has(r.fn(connRS, "fn input_frame(").span("Frame::PathResponse", "Frame::"), "self.loss_recovery.migrate()", "PATH_RESPONSE completing a migration calls Loss::migrate") || mig
-	obs := r.has(r.fn(connRS, "fn handle_migration("), "self.loss_recovery.migrate()", "server handle_migration calls Loss::migrate")
+	hm := r.fn(connRS, "fn handle_migration(")
+	hmFound := r.body(hm, "server handle_migration defined")
+	obs := r.has(hm, "self.loss_recovery.migrate()", "server handle_migration calls Loss::migrate")
 	role3 := func(calls bool) string {
 		switch {
 		case !clears || !calls:
@@ -73,6 +75,9 @@ func decideNeqo(r *reader) map[string]Decision {
 		out["Q3"] = r.decide("UNKNOWN", nil)
 	} else {
 		roles3 := map[string]string{"migrating": role3(mig), "observing": role3(obs)}
+		if !hmFound {
+			roles3["observing"] = "UNKNOWN"
+		}
 		out["Q3"] = r.decide(combineRoles(roles3), roles3)
 	}
 	return out

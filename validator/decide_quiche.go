@@ -16,8 +16,12 @@ func decideQuiche(r *reader) map[string]Decision {
 	fresh := r.has(r.fn(pathRS, "pub fn new("), "recovery::Recovery::new_with_config(", "Path::new builds a fresh Recovery")
 	created := r.has(r.fn(libRS, "fn get_or_create_recv_path_id("), "path::Path::new(", "a datagram from a new 4-tuple creates a Path")
 	created = r.has(r.fn(libRS, "fn create_path_on_client("), "path::Path::new(", "a client's probe creates a Path") || created
-	connWide := r.has(r.fn(libRS, "pub struct Connection<"), "recovery: recovery::Recovery", "the Connection holds a Recovery of its own")
+	conn := r.fn(libRS, "pub struct Connection<")
+	connFound := r.body(conn, "struct Connection defined")
+	connWide := r.has(conn, "recovery: recovery::Recovery", "the Connection holds a Recovery of its own")
 	switch {
+	case !connFound:
+		out["Q1"] = r.decide("UNKNOWN", nil)
 	case field && fresh && created && !connWide:
 		out["Q1"] = r.decide("YES", nil)
 	case field && fresh && created:
@@ -37,8 +41,11 @@ func decideQuiche(r *reader) map[string]Decision {
 	}
 
 	field = r.has(r.fn(pathRS, "pub struct Path {"), "pub recovery: recovery::Recovery,", "RTT and congestion state are per path (Path.recovery)")
-	connWide = r.has(r.fn(libRS, "pub struct Connection<"), "recovery: recovery::Recovery", "the Connection holds a Recovery of its own")
+	r.body(conn, "struct Connection defined")
+	connWide = r.has(conn, "recovery: recovery::Recovery", "the Connection holds a Recovery of its own")
 	switch {
+	case !connFound:
+		out["Q3"] = r.decide("UNKNOWN", nil)
 	case field && !connWide:
 		out["Q3"] = r.decide("YES", nil)
 	case field:
