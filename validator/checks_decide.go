@@ -1,6 +1,8 @@
 package validator
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -187,6 +189,30 @@ func vantageRoleOf(im gjson.Result) string {
 // repetition's estimator sits at its default. Unanimous YES/NO verdicts
 // give the answer, mixed ones UNKNOWN, none "".
 func (v *Validator) liveDecision(im gjson.Result, q string) (string, string, error) {
+	// The decision depends only on the entry's live block and constants
+	// (and where traces resolve): memoised on their text, so the many survey variants of the mutation
+	// tests read each trace's window and RTT once.
+	sum := sha256.Sum256([]byte(v.opts.RepoRoot + "\x00" + v.opts.Evidence + "\x00" + im.Get("live").Raw + "\x00" + im.Get("constants").Raw))
+	key := q + "#" + hex.EncodeToString(sum[:])
+	if r, ok := liveDecided.Load(key); ok {
+		l := r.(liveResult)
+		return l.answer, l.note, l.err
+	}
+	a, n, err := v.decideLive(im, q)
+	liveDecided.Store(key, liveResult{a, n, err})
+	return a, n, err
+}
+
+type liveResult struct {
+	answer, note string
+	err          error
+}
+
+// liveDecided memoises liveDecision; trace paths resolve against the
+// validator's repository root and evidence directory, so both are in the key.
+var liveDecided sync.Map
+
+func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error) {
 	var verdicts []string
 	defaults, n := 0, 0
 	var def int64 = -1
