@@ -7,6 +7,7 @@
 //	audit          engine: Rule, Pass, Source, Register, Run, Finding/Evidence, CLI work (Command, Diff)
 //	audit/gitsrc   go-git: open --source / $MIGAUDIT_MIRRORS / cached clone; resolve a rev; read blobs at a commit
 //	audit/syntax   parsed files: definitions, call sites, classified mentions, assignments, guards
+//	audit/query    the rule toolkit: a rule declares its files and anchors, decides over a query API
 //	audit/rules    one file per implementation (picoquic.go, quicgo.go, ...) registering its rules
 //
 // # Engine API (stable; extend compatibly)
@@ -20,9 +21,12 @@
 //		Run      func(*Pass) ([]Finding, error)
 //	}
 //
+// The rules in audit/rules are written with audit/query, which builds this
+// value from declared facts (files, anchors) and a decision, reads the files
+// and reports absent anchors once; see its package doc for a worked rule.
 // Register them from an init function in audit/rules/<impl>.go:
 //
-//	func init() { audit.Register("quinn", quinnResetRule, quinnInitialWindow) }
+//	func init() { query.Register("quinn", quinnQ1, quinnQ2, quinnQ3, quinnConstants) }
 //
 // The implementation name is the "name" in data/implementations.json
 // (case-insensitive, "-" ignored). Run(ctx, impl, src) runs every registered
@@ -71,46 +75,14 @@
 // Guard kinds: "if" (then-branch of Cond), "else", "case" (Cond = label),
 // "loop", "ternary", "match" (Rust arm pattern).
 //
-// # Writing a rule: a worked example
+// # Writing a rule
 //
-// A "dead hook" rule: a congestion-reset hook that algorithms implement but
-// nothing calls. It counts definitions with bodies (handlers) and real call
-// sites across the crate, and answers from the counts, never from a typed-in
-// number:
+// See package audit/query: a Rule there names its files and the definitions
+// it rests on, and its Decide reads a *query.Code (calls with guards,
+// assignments, conditions, constants with formula and position) and returns
+// findings built with the constructors below.
 //
-//	var quicheDeadHook = &audit.Rule{
-//		Name:     "quiche/on-connection-migration",
-//		Doc:      "Counts implementations and real call sites of on_connection_migration.",
-//		Question: audit.Q1,
-//		Run: func(p *audit.Pass) ([]audit.Finding, error) {
-//			files, err := p.Files("quiche/src/**/*.rs")
-//			if err != nil {
-//				return nil, err
-//			}
-//			set := audit.Set(files)
-//			defs, calls := set.Funcs("on_connection_migration"), set.Calls("on_connection_migration")
-//			if len(defs) == 0 {
-//				return []audit.Finding{p.Absent("fn on_connection_migration")}, nil
-//			}
-//			f := p.Finding(audit.No, "hook never called")
-//			f.Counts["implementations"], f.Counts["call_sites"] = len(defs), len(calls)
-//			for _, d := range defs {
-//				f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "handler", fmt.Sprintf("empty=%v", d.Empty)))
-//			}
-//			for _, c := range calls {
-//				f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", "in "+c.Func))
-//			}
-//			if len(calls) > 0 {
-//				f.Answer, f.Mechanism = audit.Yes, "hook reachable"
-//			}
-//			return []audit.Finding{f}, nil
-//		},
-//	}
-//
-// The real rules in audit/rules follow this shape; audit/rules/helpers.go
-// holds small shared helpers (evidence for call lists, dispatch counting).
-//
-// # Traps the syntax layer handles (tested in audit/rules/traps_test.go)
+// # Traps the syntax layer handles (tested in audit/traps_test.go)
 //
 // A hook with handlers but no callers; a "call" only in a comment or string;
 // a prototype or declaration that is not a call; a dispatch through a

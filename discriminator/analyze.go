@@ -37,58 +37,79 @@ type Options struct {
 // Analyze classifies every window decrease around the migration in tl,
 // attributes the post-migration RTT and answers Q1 and Q3 for this trace.
 func Analyze(tl *timeline.Timeline, opt Options) (Analysis, error) {
+	a, cs, err := begin(tl.Source, tl.Meta, tl.Warnings, opt)
+	if err != nil {
+		return Analysis{}, err
+	}
+	events := sortedEvents(tl.Events)
+	var f migFinder
+	for _, e := range events {
+		f.add(e)
+	}
+	if !a.setMigration(f.result(len(events)), opt) {
+		return a, nil
+	}
+	samples := sortedSamples(tl.Samples)
+	in, startIdx := a.classifyScope(samples, f.pv, cs, tl.Meta.PathIDs, hasAnyFields(samples), opt)
+	a.RTT = attributeRTT(in, samples[startIdx:], eventAcks(events))
+	a.answer(cs)
+	return a, nil
+}
+
+// begin fills what the trace's metadata and the options decide: the
+// implementation, its constants, the notes.
+func begin(source string, meta timeline.Meta, warnings []timeline.Warning, opt Options) (Analysis, constantSet, error) {
 	var notes []string
 	if opt.Impl == "" {
-		if tl.Meta.Implementation == "" {
-			return Analysis{}, fmt.Errorf("analyze %s: no implementation given (--impl) and the trace does not name one; its constants decide what a reset looks like", tl.Source)
+		if meta.Implementation == "" {
+			return Analysis{}, constantSet{}, fmt.Errorf("analyze %s: no implementation given (--impl) and the trace does not name one; its constants decide what a reset looks like", source)
 		}
-		opt.Impl = tl.Meta.Implementation
+		opt.Impl = meta.Implementation
 		notes = append(notes, fmt.Sprintf("implementation %q taken from the trace", opt.Impl))
 	}
-	params, used := mergeParams(opt.Impl, tl.Meta.Params, opt.Params)
+	params, used := mergeParams(opt.Impl, meta.Params, opt.Params)
 	cs, err := evalConstants(opt.Impl, params)
 	if err != nil {
-		return Analysis{}, fmt.Errorf("analyze %s: %w", tl.Source, err)
+		return Analysis{}, constantSet{}, fmt.Errorf("analyze %s: %w", source, err)
 	}
 	a := Analysis{
 		Implementation: canonicalImpl(opt.Impl),
-		Trace:          tl.Source,
-		Format:         tl.Meta.Format,
-		Vantage:        tl.Meta.Vantage,
-		PathIDs:        tl.Meta.PathIDs,
+		Trace:          source,
+		Format:         meta.Format,
+		Vantage:        meta.Vantage,
+		PathIDs:        meta.PathIDs,
 		Constants:      cs.reported,
 		Warnings:       notes,
 	}
-	for _, w := range tl.Warnings {
+	for _, w := range warnings {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("parser: record %d at byte %d: %s", w.Record, w.Offset, w.Message))
 	}
-	for _, n := range tl.Meta.Notes {
+	for _, n := range meta.Notes {
 		a.Warnings = append(a.Warnings, "trace: "+n)
 	}
 	a.Warnings = append(a.Warnings, used...)
 	if !cs.audited {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("constants for %s are the study's values (not yet audited from source)", a.Implementation))
 	}
+	return a, cs, nil
+}
 
-	m := DetectMigration(tl)
-	if opt.MigrationAt != nil {
-		at := opt.MigrationAt.Microseconds()
-		if m.Found {
-			a.Warnings = append(a.Warnings, fmt.Sprintf("--migration-at %s ignored: the trace shows its own migration at %s", opt.MigrationAt, fmtMS(m.AtUS)))
-		} else {
-			m = Migration{Found: true, Kind: GivenInstant, AtUS: at, PathValidationAtUS: at,
-				Evidence: fmt.Sprintf("--migration-at %s (given; the timeline has no path events, so the kind of migration is not known)", opt.MigrationAt)}
-		}
+// givenMigration is the migration analysed: the trace's own, else the
+// instant the user gave, with a note when the given one is overruled.
+func givenMigration(m Migration, opt Options) (Migration, string) {
+	if opt.MigrationAt == nil {
+		return m, ""
 	}
-	a.Migration = m
-	a.Events = []Collapse{} // never null in JSON
-	if !m.Found {
-		a.RTT = RTTAttribution{Attribution: "unknown", Detail: "no migration found"}
-		a.Q1 = Verdict{"UNKNOWN", m.Evidence}
-		a.Q3 = Verdict{"UNKNOWN", m.Evidence}
-		return a, nil
+	at := opt.MigrationAt.Microseconds()
+	if m.Found {
+		return m, fmt.Sprintf("--migration-at %s ignored: the trace shows its own migration at %s", opt.MigrationAt, fmtMS(m.AtUS))
 	}
+	return Migration{Found: true, Kind: GivenInstant, AtUS: at, PathValidationAtUS: at,
+		Evidence: fmt.Sprintf("--migration-at %s (given; the timeline has no path events, so the kind of migration is not known)", opt.MigrationAt)}, ""
+}
 
+// scopeOf is the classified interval around path validation.
+func scopeOf(m Migration, opt Options) (from, to int64) {
 	before, after := opt.Before, opt.After
 	if before == 0 {
 		before = DefaultBefore
@@ -100,12 +121,37 @@ func Analyze(tl *timeline.Timeline, opt Options) (Analysis, error) {
 	if anchor == 0 {
 		anchor = m.AtUS
 	}
-	a.ScopeFromUS = anchor - before.Microseconds()
-	a.ScopeToUS = anchor + after.Microseconds()
+	return anchor - before.Microseconds(), anchor + after.Microseconds()
+}
 
-	samples := sortedSamples(tl.Samples)
-	events := sortedEvents(tl.Events)
-	cls := classifyDecreases(samples, a.ScopeFromUS, a.ScopeToUS, cs)
+// setMigration records the migration (the trace's m, or the given one);
+// false when there is none, and the analysis is then complete.
+func (a *Analysis) setMigration(m Migration, opt Options) bool {
+	m, note := givenMigration(m, opt)
+	if note != "" {
+		a.Warnings = append(a.Warnings, note)
+	}
+	a.Migration = m
+	a.Events = []Collapse{} // never null in JSON
+	if !m.Found {
+		a.RTT = RTTAttribution{Attribution: "unknown", Detail: "no migration found"}
+		a.Q1 = Verdict{"UNKNOWN", m.Evidence}
+		a.Q3 = Verdict{"UNKNOWN", m.Evidence}
+		return false
+	}
+	a.ScopeFromUS, a.ScopeToUS = scopeOf(m, opt)
+	return true
+}
+
+// classifyScope classifies the decreases in the scope, finds the windows
+// and says from which sample on the RTT is the new path's. samples must
+// hold, in time order, every sample from the scope start (or the
+// migration, if earlier) to the scope end, preceded by the last sample of
+// each path that reported a window and the last that reported a smoothed
+// RTT before that: all of a trace's samples are one such slice.
+func (a *Analysis) classifyScope(samples []timeline.Sample, pv []timeline.Event, cs constantSet, pathIDs, anyFields bool, opt Options) (rttInput, int) {
+	m := a.Migration
+	cls := classifyDecreases(samples, a.ScopeFromUS, a.ScopeToUS, cs, anyFields)
 	var reset *classified
 	for i := range cls {
 		a.Events = append(a.Events, cls[i].Collapse)
@@ -113,28 +159,30 @@ func Analyze(tl *timeline.Timeline, opt Options) (Analysis, error) {
 			reset = &cls[i]
 		}
 	}
-	if !tl.Meta.PathIDs {
+	if !pathIDs {
 		markPathSwitches(a.Events)
 	}
 	a.ResetObserved = reset != nil
-	a.WindowBeforeBytes, a.WindowAfterBytes = windows(samples, a.ScopeFromUS, m.AtUS, a.ScopeToUS, cls, reset)
+	a.WindowBeforeBytes, a.WindowAfterBytes = windows(samples, a.ScopeFromUS, m.AtUS, a.ScopeToUS, cls, reset, anyFields)
 
 	// RTT: measure from the instant the implementation is on the new path:
 	// its reset when one was observed, else the end of path validation,
 	// else the migration instant.
-	in := rttInput{samples: samples, events: events, pathIDs: tl.Meta.PathIDs, mig: m, defaultUS: cs.defaultRTT, oldGivenUS: opt.OldPathRTT.Microseconds()}
+	in := rttInput{pathIDs: pathIDs, mig: m, defaultUS: cs.defaultRTT, oldGivenUS: opt.OldPathRTT.Microseconds(), anyFields: anyFields}
+	in.measured, in.oldPath = oldRTT(samples, m.AtUS, anyFields)
+	var startIdx int
 	switch {
 	case reset != nil:
-		in.startIdx, in.startUS = reset.index, reset.AtUS
+		startIdx, in.startUS = reset.index, reset.AtUS
 		in.startWhy = fmt.Sprintf("the reset at %s", fmtMS(reset.AtUS))
 	default:
 		in.startUS = m.AtUS
 		in.startWhy = fmt.Sprintf("the migration at %s", fmtMS(m.AtUS))
-		if done, ok := pathValidationDone(events, m); ok {
+		if done, ok := pathValidationDone(pv, m); ok {
 			in.startUS = done
 			in.startWhy = fmt.Sprintf("path validation completed at %s", fmtMS(done))
 		}
-		in.startIdx = sort.Search(len(samples), func(i int) bool { return samples[i].TimeUS > in.startUS })
+		startIdx = sort.Search(len(samples), func(i int) bool { return samples[i].TimeUS > in.startUS })
 	}
 	switch {
 	case opt.NewPathRTT > 0:
@@ -142,10 +190,13 @@ func Analyze(tl *timeline.Timeline, opt Options) (Analysis, error) {
 	case m.PathValidationRTTUS > 0:
 		in.newPathUS, in.newPathSrc = m.PathValidationRTTUS, "path-validation round trip"
 	}
-	a.RTT = attributeRTT(in)
-	a.Q1 = q1(a, cs)
-	a.Q3 = q3(a)
-	return a, nil
+	return in, startIdx
+}
+
+// answer answers Q1 and Q3 once the RTT is attributed.
+func (a *Analysis) answer(cs constantSet) {
+	a.Q1 = q1(*a, cs)
+	a.Q3 = q3(*a)
 }
 
 // markPathSwitches explains, in a series without path ids, an unexplained
@@ -186,8 +237,7 @@ func pathValidationDone(events []timeline.Event, m Migration) (int64, bool) {
 // migration instant when there is none), including the value in effect at
 // the scope start; after = the reset value when a reset was observed, else
 // the lowest window after the migration inside the scope.
-func windows(samples []timeline.Sample, from, at, to int64, cls []classified, reset *classified) (before, after int64) {
-	anyFields := hasAnyFields(samples)
+func windows(samples []timeline.Sample, from, at, to int64, cls []classified, reset *classified, anyFields bool) (before, after int64) {
 	collapse := at
 	for _, c := range cls {
 		if c.AtUS >= at {

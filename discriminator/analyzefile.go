@@ -1,14 +1,48 @@
 package discriminator
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/migaudit/migaudit/parsers"
 )
 
 // AnalyzeFile parses the trace at path (any format parsers knows; gzip is
-// transparent) and analyzes it.
+// transparent) and analyzes it in one pass, in memory bounded by time, not
+// by the trace's length (streamer). A trace the one pass cannot vouch for
+// (out of time order, a migration that changes late, ...) is parsed again
+// and analyzed in memory; the result is the same either way.
 func AnalyzeFile(path string, popt parsers.Options, opt Options) (Analysis, error) {
+	a, err := analyzeStream(path, popt, opt)
+	var ns errNotStreamable
+	if !errors.As(err, &ns) {
+		return a, err
+	}
+	return analyzeInMemory(path, popt, opt)
+}
+
+func analyzeStream(path string, popt parsers.Options, opt Options) (Analysis, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Analysis{}, fmt.Errorf("parse %s: %w", filepath.Base(path), err)
+	}
+	defer f.Close()
+	st := newStreamer(path, opt)
+	if err := parsers.Parse(filepath.Base(path), f, popt, st); err != nil {
+		return Analysis{}, err
+	}
+	a, err := st.finish()
+	var ns errNotStreamable
+	if err != nil && !errors.As(err, &ns) {
+		return Analysis{}, fmt.Errorf("analyze %s: %w", path, err)
+	}
+	return a, err
+}
+
+// analyzeInMemory parses the whole timeline, then analyzes it.
+func analyzeInMemory(path string, popt parsers.Options, opt Options) (Analysis, error) {
 	tl, err := parsers.ParseFile(path, popt)
 	if err != nil {
 		return Analysis{}, err

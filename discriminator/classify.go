@@ -46,8 +46,7 @@ type classified struct {
 // initial window while another path exists is a new path born at its
 // initial window (quiche's per-path state): reported as RESET from the
 // other path's window.
-func classifyDecreases(samples []timeline.Sample, from, to int64, cs constantSet) []classified {
-	anyFields := hasAnyFields(samples)
+func classifyDecreases(samples []timeline.Sample, from, to int64, cs constantSet, anyFields bool) []classified {
 	prev := map[string]int64{}
 	lastEvent := map[string]int64{}
 	var lastPath string

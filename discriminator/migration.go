@@ -20,11 +20,105 @@ const pathValidationWindowUS = 1_000_000
 // exchange. It never guesses: a timeline without address or path-validation
 // events yields Kind NoMigration.
 func DetectMigration(tl *timeline.Timeline) Migration {
-	events := sortedEvents(tl.Events)
-	change, hasChange := firstAddressChange(events)
-	pv := pathValidationEvents(events)
+	var f migFinder
+	for _, e := range sortedEvents(tl.Events) {
+		f.add(e)
+	}
+	return f.result(len(tl.Events))
+}
 
-	if hasChange {
+// migFinder is DetectMigration fed one event at a time, in time order, so
+// that a stream is searched without being kept: it holds the first address
+// change, the path-validation events and the first path-switch event.
+type migFinder struct {
+	peer, local string
+	change      addrChange
+	hasChange   bool
+	pv          []timeline.Event
+	pathSwitch  timeline.Event
+	hasSwitch   bool
+	norm        map[string]string // normalAddr memo: addresses repeat
+}
+
+func (f *migFinder) normal(a string) string {
+	if a == "" {
+		return ""
+	}
+	if v, ok := f.norm[a]; ok {
+		return v
+	}
+	v := normalAddr(a)
+	if f.norm == nil {
+		f.norm = map[string]string{}
+	}
+	if len(f.norm) < 1024 {
+		f.norm[a] = v
+	}
+	return v
+}
+
+func (f *migFinder) add(e timeline.Event) {
+	switch e.Kind {
+	case timeline.PathChallengeSent, timeline.PathChallengeReceived, timeline.PathResponseSent, timeline.PathResponseReceived:
+		e.AckRanges = nil
+		f.pv = append(f.pv, e)
+	case timeline.PathEvent:
+		if !f.hasSwitch && isPathSwitch(e.Detail) {
+			f.pathSwitch, f.hasSwitch = e, true
+		}
+	}
+	if !f.hasChange {
+		f.change, f.hasChange = f.addressChange(e)
+	}
+}
+
+// addressChange tracks the peer address (received From, sent To) and the
+// local address (received To, sent From) and reports the first change of
+// either. A server sees the peer move; a client sees itself move.
+func (f *migFinder) addressChange(e timeline.Event) (addrChange, bool) {
+	var p, l string
+	switch e.Kind {
+	case timeline.DatagramReceived, timeline.PacketReceived, timeline.PathChallengeReceived, timeline.PathResponseReceived:
+		p, l = e.From, e.To
+	case timeline.DatagramSent, timeline.PacketSent, timeline.PathChallengeSent, timeline.PathResponseSent:
+		p, l = e.To, e.From
+	case timeline.PathEvent:
+		// Path events name the peer's address in From (msquic's
+		// "New Remote IP"), the local one in To.
+		p, l = e.From, e.To
+	default:
+		return addrChange{}, false
+	}
+	p, l = f.normal(p), f.normal(l)
+	if p != "" {
+		if f.peer == "" {
+			f.peer = p
+		} else if p != f.peer {
+			dir := "first datagram from new peer address"
+			if e.Kind == timeline.DatagramSent || e.Kind == timeline.PacketSent || e.Kind == timeline.PathChallengeSent || e.Kind == timeline.PathResponseSent {
+				dir = "first datagram to new peer address"
+			}
+			if e.Kind == timeline.PathEvent {
+				dir = "new peer address"
+			}
+			return addrChange{atUS: e.TimeUS, old: f.peer, new: p, what: dir, source: string(e.Kind) + detailSuffix(e)}, true
+		}
+	}
+	if l != "" {
+		if f.local == "" {
+			f.local = l
+		} else if l != f.local {
+			return addrChange{atUS: e.TimeUS, old: f.local, new: l, what: "first datagram on new local address", source: string(e.Kind) + detailSuffix(e)}, true
+		}
+	}
+	return addrChange{}, false
+}
+
+// result is the migration the events so far show; nEvents is how many
+// there were (for the evidence when none is found).
+func (f *migFinder) result(nEvents int) Migration {
+	change, pv := f.change, f.pv
+	if f.hasChange {
 		m := Migration{
 			Found:   true,
 			AtUS:    change.atUS,
@@ -78,26 +172,25 @@ func DetectMigration(tl *timeline.Timeline) Migration {
 		return m
 	}
 
-	for _, e := range events {
-		if e.Kind == timeline.PathEvent && isPathSwitch(e.Detail) {
-			return Migration{
-				Found:              true,
-				Kind:               PathChange,
-				AtUS:               e.TimeUS,
-				PathValidationAtUS: e.TimeUS,
-				Evidence:           fmt.Sprintf("implementation path event %q at %s; no addresses or path-validation frames logged", e.Detail, fmtMS(e.TimeUS)),
-			}
+	if f.hasSwitch {
+		e := f.pathSwitch
+		return Migration{
+			Found:              true,
+			Kind:               PathChange,
+			AtUS:               e.TimeUS,
+			PathValidationAtUS: e.TimeUS,
+			Evidence:           fmt.Sprintf("implementation path event %q at %s; no addresses or path-validation frames logged", e.Detail, fmtMS(e.TimeUS)),
 		}
 	}
 
-	return Migration{Kind: NoMigration, Evidence: noMigrationEvidence(tl)}
+	return Migration{Kind: NoMigration, Evidence: noMigrationEvidence(nEvents)}
 }
 
-func noMigrationEvidence(tl *timeline.Timeline) string {
-	if len(tl.Events) == 0 {
+func noMigrationEvidence(nEvents int) string {
+	if nEvents == 0 {
 		return "no migration found: the timeline has no path or datagram events (give the instant with --migration-at)"
 	}
-	return fmt.Sprintf("no migration found: %d events, none from a new address and no PATH_CHALLENGE/PATH_RESPONSE", len(tl.Events))
+	return fmt.Sprintf("no migration found: %d events, none from a new address and no PATH_CHALLENGE/PATH_RESPONSE", nEvents)
 }
 
 // isPathSwitch recognises implementations' own path-switch events.
@@ -118,67 +211,11 @@ type addrChange struct {
 	source   string // which event carried it
 }
 
-// firstAddressChange tracks the peer address (received From, sent To) and the
-// local address (received To, sent From) and returns the first change of
-// either. A server sees the peer move; a client sees itself move.
-func firstAddressChange(events []timeline.Event) (addrChange, bool) {
-	var peer, local string
-	for _, e := range events {
-		var p, l string
-		switch e.Kind {
-		case timeline.DatagramReceived, timeline.PacketReceived, timeline.PathChallengeReceived, timeline.PathResponseReceived:
-			p, l = e.From, e.To
-		case timeline.DatagramSent, timeline.PacketSent, timeline.PathChallengeSent, timeline.PathResponseSent:
-			p, l = e.To, e.From
-		case timeline.PathEvent:
-			// Path events name the peer's address in From (msquic's
-			// "New Remote IP"), the local one in To.
-			p, l = e.From, e.To
-		default:
-			continue
-		}
-		p, l = normalAddr(p), normalAddr(l)
-		if p != "" {
-			if peer == "" {
-				peer = p
-			} else if p != peer {
-				dir := "first datagram from new peer address"
-				if e.Kind == timeline.DatagramSent || e.Kind == timeline.PacketSent || e.Kind == timeline.PathChallengeSent || e.Kind == timeline.PathResponseSent {
-					dir = "first datagram to new peer address"
-				}
-				if e.Kind == timeline.PathEvent {
-					dir = "new peer address"
-				}
-				return addrChange{atUS: e.TimeUS, old: peer, new: p, what: dir, source: string(e.Kind) + detailSuffix(e)}, true
-			}
-		}
-		if l != "" {
-			if local == "" {
-				local = l
-			} else if l != local {
-				return addrChange{atUS: e.TimeUS, old: local, new: l, what: "first datagram on new local address", source: string(e.Kind) + detailSuffix(e)}, true
-			}
-		}
-	}
-	return addrChange{}, false
-}
-
 func detailSuffix(e timeline.Event) string {
 	if e.Detail == "" {
 		return ""
 	}
 	return " " + e.Detail
-}
-
-func pathValidationEvents(events []timeline.Event) []timeline.Event {
-	var pv []timeline.Event
-	for _, e := range events {
-		switch e.Kind {
-		case timeline.PathChallengeSent, timeline.PathChallengeReceived, timeline.PathResponseSent, timeline.PathResponseReceived:
-			pv = append(pv, e)
-		}
-	}
-	return pv
 }
 
 // pathValidationRTT is the first PATH_CHALLENGE sent → its PATH_RESPONSE

@@ -11,7 +11,9 @@ import (
 )
 
 // referenceDir is ../shared/reference relative to the repository root.
-func referenceDir(t *testing.T) string {
+func referenceDir(t *testing.T) string { return referenceDirB(t) }
+
+func referenceDirB(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {

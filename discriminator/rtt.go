@@ -24,87 +24,229 @@ const (
 )
 
 type rttInput struct {
-	samples    []timeline.Sample
-	events     []timeline.Event
 	pathIDs    bool
 	mig        Migration
-	startIdx   int   // first sample index that belongs after the switch
-	startUS    int64 // its instant
+	startUS    int64 // the instant the implementation is on the new path
 	startWhy   string
 	newPathUS  int64
 	newPathSrc string
 	oldGivenUS int64
 	defaultUS  int64
+	anyFields  bool
+	// measured and oldPath: the last smoothed RTT reported before the
+	// migration and the path it was on (oldRTT).
+	measured int64
+	oldPath  string
+}
+
+// oldRTT finds the last smoothed RTT reported before the migration on the
+// path that carried the connection then.
+func oldRTT(samples []timeline.Sample, atUS int64, anyFields bool) (measured int64, path string) {
+	for i := len(samples) - 1; i >= 0; i-- {
+		s := samples[i]
+		if s.TimeUS >= atUS || !reportsSmoothed(s, anyFields) {
+			continue
+		}
+		return s.SmoothedRTTUS, s.PathID
+	}
+	return 0, ""
+}
+
+// rttSplit feeds the samples after the switch to the attribution of the
+// new path's series. With path ids the new path is the first other path
+// seen after the switch, else the old path itself: both are followed,
+// each in O(1) memory, until the end says which it was.
+type rttSplit struct {
+	in      rttInput
+	same    *rttMachine // newPath == oldPath
+	other   *rttMachine // the first other path, once one appears
+	otherID string
+}
+
+func newRTTSplit(in rttInput) *rttSplit {
+	return &rttSplit{in: in, same: &rttMachine{in: in}}
+}
+
+func (r *rttSplit) add(s timeline.Sample) {
+	if !r.in.pathIDs {
+		if reportsSmoothed(s, r.in.anyFields) {
+			r.same.add(s)
+		}
+		return
+	}
+	if r.other == nil && s.PathID != r.in.oldPath {
+		r.other, r.otherID = &rttMachine{in: r.in}, s.PathID
+	}
+	if !reportsSmoothed(s, r.in.anyFields) {
+		return
+	}
+	switch {
+	case r.other != nil && s.PathID == r.otherID:
+		r.other.add(s)
+	case s.PathID == r.in.oldPath:
+		r.same.add(s)
+	}
+}
+
+// machine is the series the attribution is made from.
+func (r *rttSplit) machine() *rttMachine {
+	if r.other != nil {
+		return r.other
+	}
+	return r.same
 }
 
 // attributeRTT compares the first post-migration smoothed RTT samples with
-// the old path's RTT, the new path's and the default.
-func attributeRTT(in rttInput) RTTAttribution {
-	anyFields := hasAnyFields(in.samples)
-	r := RTTAttribution{Attribution: "unknown", NewPathUS: in.newPathUS, NewPathSource: in.newPathSrc, DefaultUS: in.defaultUS}
-
-	// Old path: the last smoothed RTT reported before the migration on the
-	// path that carried the connection then.
-	oldPath := ""
-	var measured int64
-	for i := len(in.samples) - 1; i >= 0; i-- {
-		s := in.samples[i]
-		if s.TimeUS >= in.mig.AtUS || !reportsSmoothed(s, anyFields) {
-			continue
-		}
-		measured, oldPath = s.SmoothedRTTUS, s.PathID
-		break
+// the old path's RTT, the new path's and the default: samples are those
+// from the switch on; acks finds the packet behind the first sample.
+func attributeRTT(in rttInput, samples []timeline.Sample, acks ackIndex) RTTAttribution {
+	r := newRTTSplit(in)
+	for _, s := range samples {
+		r.add(s)
 	}
-	r.OldPathUS = measured
+	return r.machine().result(acks)
+}
+
+// rttMachine follows the new path's smoothed-RTT series ("post": samples
+// that report it) one sample at a time and keeps only what the attribution
+// reads: the leading run at the default, the leading run unchanged from
+// before the migration, the first other sample, and the scans after it.
+type rttMachine struct {
+	in   rttInput
+	n    int
+	p0   timeline.Sample // post[0]
+	last timeline.Sample
+	// k counts the leading samples at the default; kEnd is set at the
+	// first other one.
+	k    int
+	kEnd bool
+	// u counts the leading samples unchanged from before the migration
+	// (followed only when post[0] is not at the default).
+	u     int
+	uEnd  bool
+	prevT int64 // time of the sample before first
+	// first is the first sample after the leading runs.
+	first     timeline.Sample
+	haveFirst bool
+	fk        int // its index in post
+	// After first: the run near the old path (mixed) and convergence.
+	mixed     bool
+	jLastT    int64
+	jNext     timeline.Sample
+	haveJNext bool
+	attr      string
+	conv      timeline.Sample
+	haveConv  bool
+}
+
+func (m *rttMachine) isDefault(v int64) bool {
+	return m.in.defaultUS > 0 && abs64(v-m.in.defaultUS) <= defaultToleranceUS
+}
+
+func (m *rttMachine) add(s timeline.Sample) {
+	idx := m.n
+	m.n++
+	if idx == 0 {
+		m.p0 = s
+	}
+	m.last = s
+	if m.haveFirst {
+		m.after(s)
+		return
+	}
+	if !m.kEnd {
+		if m.isDefault(s.SmoothedRTTUS) {
+			m.k++
+			m.prevT = s.TimeUS
+			return
+		}
+		m.kEnd = true
+		if m.k > 0 {
+			m.found(s, m.k)
+			return
+		}
+	}
+	// post[0] is not at the default: the leading run unchanged from
+	// before the migration.
+	if s.SmoothedRTTUS == m.in.measured {
+		m.u++
+		m.prevT = s.TimeUS
+		return
+	}
+	m.uEnd = true
+	m.found(s, m.u)
+}
+
+// found records the first sample after the leading runs, at index k.
+func (m *rttMachine) found(s timeline.Sample, k int) {
+	m.first, m.haveFirst, m.fk = s, true, k
+	// Without path ids, a fresh estimator (default) followed by a sample
+	// near the old path that is not a first sample (smoothed ≠ latest) is
+	// the old path's own estimator still logging: the series is a union.
+	if !m.in.pathIDs && k > 0 && near(s.SmoothedRTTUS, m.in.measured, matchTolerance) &&
+		s.Fields.Has(timeline.FieldLatestRTT) && s.LatestRTTUS > 0 &&
+		abs64(s.SmoothedRTTUS-s.LatestRTTUS) > firstSampleSlackUS {
+		m.mixed = true
+	}
+	m.after(s)
+}
+
+// after scans the samples from first on.
+func (m *rttMachine) after(s timeline.Sample) {
+	if m.mixed {
+		if m.haveJNext {
+			return
+		}
+		if near(s.SmoothedRTTUS, m.in.measured, matchTolerance) {
+			m.jLastT = s.TimeUS
+			return
+		}
+		m.jNext, m.haveJNext = s, true
+		return
+	}
+	if m.attr == "" {
+		m.attr = closestName(m.first.SmoothedRTTUS, m.refs())
+	}
+	if !m.haveConv && m.in.newPathUS > 0 && m.attr != "new-path" && near(s.SmoothedRTTUS, m.in.newPathUS, convergeTolerance) {
+		m.conv, m.haveConv = s, true
+	}
+}
+
+// refs is the attribution as far as the references go.
+func (m *rttMachine) refs() RTTAttribution {
+	in := m.in
+	r := RTTAttribution{Attribution: "unknown", NewPathUS: in.newPathUS, NewPathSource: in.newPathSrc, DefaultUS: in.defaultUS}
+	r.OldPathUS = in.measured
 	if in.oldGivenUS > 0 {
 		r.OldPathUS = in.oldGivenUS
-		if measured != in.oldGivenUS {
-			r.OldPathMeasuredUS = measured
+		if in.measured != in.oldGivenUS {
+			r.OldPathMeasuredUS = in.measured
 		}
 	}
-	// New path's samples: with path ids, the first other path seen after
-	// the switch, else the same path; without path ids, everything.
-	newPath := oldPath
-	if in.pathIDs {
-		for _, s := range in.samples[in.startIdx:] {
-			if s.PathID != oldPath {
-				newPath = s.PathID
-				break
-			}
-		}
-	}
-	var post []timeline.Sample
-	for _, s := range in.samples[in.startIdx:] {
-		if in.pathIDs && s.PathID != newPath {
-			continue
-		}
-		if reportsSmoothed(s, anyFields) {
-			post = append(post, s)
-		}
-	}
-	if len(post) == 0 {
+	return r
+}
+
+// result is the attribution of the series fed so far.
+func (m *rttMachine) result(acks ackIndex) RTTAttribution {
+	in := m.in
+	r := m.refs()
+	measured := in.measured
+	if m.n == 0 {
 		r.Detail = fmt.Sprintf("no smoothed RTT reported after %s", in.startWhy)
 		return r
 	}
-	isDefault := func(v int64) bool { return in.defaultUS > 0 && abs64(v-in.defaultUS) <= defaultToleranceUS }
-
-	// Leading samples at the default are the reset estimator before its
-	// first measurement (or a stuck one).
-	k := 0
-	for k < len(post) && isDefault(post[k].SmoothedRTTUS) {
-		k++
-	}
+	k := m.k
 	if k > 0 {
 		r.PinnedSamples = k
-		end := post[len(post)-1].TimeUS
-		if k < len(post) {
-			end = post[k].TimeUS
+		end := m.last.TimeUS
+		if k < m.n {
+			end = m.first.TimeUS
 		}
-		r.PinnedUS = end - post[0].TimeUS
+		r.PinnedUS = end - m.p0.TimeUS
 	}
-	if k == len(post) {
+	if k == m.n {
 		r.Attribution = "default"
-		r.FirstAfterUS, r.FirstAfterAtUS = post[0].SmoothedRTTUS, post[0].TimeUS
+		r.FirstAfterUS, r.FirstAfterAtUS = m.p0.SmoothedRTTUS, m.p0.TimeUS
 		r.Detail = fmt.Sprintf("smoothed RTT pinned at the default %s for all %d samples after %s, %s to the end of the trace; the estimator never measured the new path",
 			fmtRTT(in.defaultUS), k, in.startWhy, fmtDur(r.PinnedUS))
 		if in.newPathUS > 0 {
@@ -120,14 +262,11 @@ func attributeRTT(in rttInput) RTTAttribution {
 	// Polled statistics repeat the last value until a new sample lands:
 	// values unchanged from before the migration are not a new sample.
 	if k == 0 {
-		u := 0
-		for u < len(post) && post[u].SmoothedRTTUS == measured {
-			u++
-		}
-		if u == len(post) {
+		u := m.u
+		if u == m.n {
 			r.Attribution = "old-path"
-			r.FirstAfterUS, r.FirstAfterAtUS = post[0].SmoothedRTTUS, post[0].TimeUS
-			r.Detail = fmt.Sprintf("smoothed RTT never changed after %s: all %d samples repeat the pre-migration %s", in.startWhy, len(post), fmtRTT(measured))
+			r.FirstAfterUS, r.FirstAfterAtUS = m.p0.SmoothedRTTUS, m.p0.TimeUS
+			r.Detail = fmt.Sprintf("smoothed RTT never changed after %s: all %d samples repeat the pre-migration %s", in.startWhy, m.n, fmtRTT(measured))
 			return r
 		}
 		if u > 0 {
@@ -135,30 +274,22 @@ func attributeRTT(in rttInput) RTTAttribution {
 			k = u
 		}
 	}
-	first := post[k]
+	first := m.first
 	r.FirstAfterUS, r.FirstAfterAtUS = first.SmoothedRTTUS, first.TimeUS
 
-	// Without path ids, a fresh estimator (default) followed by a sample
-	// near the old path that is not a first sample (smoothed ≠ latest) is
-	// the old path's own estimator still logging: the series is a union.
-	if !in.pathIDs && k > 0 && near(first.SmoothedRTTUS, measured, matchTolerance) &&
-		first.Fields.Has(timeline.FieldLatestRTT) && first.LatestRTTUS > 0 &&
-		abs64(first.SmoothedRTTUS-first.LatestRTTUS) > firstSampleSlackUS {
-		j := k
-		for j < len(post) && near(post[j].SmoothedRTTUS, measured, matchTolerance) {
-			j++
-		}
+	if m.mixed {
 		r.Attribution = "mixed"
 		r.Detail = fmt.Sprintf("%smetrics carry no path id: after a fresh estimator appeared at the default, samples near the old path (%s) continue until %s with smoothed ≠ latest (an estimator continuing, not a first sample) — the old path's own estimator",
-			lead, fmtRTT(measured), fmtMS(post[max(j-1, k)].TimeUS))
-		if j < len(post) {
-			r.FirstAfterUS, r.FirstAfterAtUS = post[j].SmoothedRTTUS, post[j].TimeUS
-			r.Detail += fmt.Sprintf("; the first other sample is %s at %s (%s)", fmtRTT(post[j].SmoothedRTTUS), fmtMS(post[j].TimeUS), closestName(post[j].SmoothedRTTUS, r))
+			lead, fmtRTT(measured), fmtMS(m.jLastT))
+		if m.haveJNext {
+			j := m.jNext
+			r.FirstAfterUS, r.FirstAfterAtUS = j.SmoothedRTTUS, j.TimeUS
+			r.Detail += fmt.Sprintf("; the first other sample is %s at %s (%s)", fmtRTT(j.SmoothedRTTUS), fmtMS(j.TimeUS), closestName(j.SmoothedRTTUS, r))
 		}
 		return r
 	}
 
-	r.Attribution = closestName(first.SmoothedRTTUS, r)
+	r.Attribution = m.attr
 	if r.Attribution == "none" {
 		r.Attribution = "unknown"
 	}
@@ -170,12 +301,9 @@ func attributeRTT(in rttInput) RTTAttribution {
 		lead, in.startWhy, fmtRTT(first.SmoothedRTTUS), fmtMS(first.TimeUS), oldText, fmtRTTSrc(in.newPathUS, in.newPathSrc), fmtRTT(in.defaultUS))
 
 	if in.newPathUS > 0 && r.Attribution != "new-path" {
-		for _, s := range post[k:] {
-			if near(s.SmoothedRTTUS, in.newPathUS, convergeTolerance) {
-				r.ConvergedAfterUS = s.TimeUS - in.mig.AtUS
-				r.Detail += fmt.Sprintf("; within %.0f%% of the new path from %s (%s after migration)", convergeTolerance*100, fmtMS(s.TimeUS), fmtDur(r.ConvergedAfterUS))
-				break
-			}
+		if m.haveConv {
+			r.ConvergedAfterUS = m.conv.TimeUS - in.mig.AtUS
+			r.Detail += fmt.Sprintf("; within %.0f%% of the new path from %s (%s after migration)", convergeTolerance*100, fmtMS(m.conv.TimeUS), fmtDur(r.ConvergedAfterUS))
 		}
 		if r.ConvergedAfterUS == 0 {
 			r.Detail += "; never came within " + fmt.Sprintf("%.0f%%", convergeTolerance*100) + " of the new path"
@@ -186,7 +314,11 @@ func attributeRTT(in rttInput) RTTAttribution {
 	// Before the migration instant a packet can only have taken the old
 	// path; from the switch (reset / path validation done) on, the new
 	// one; in between the trace does not say which path carried it.
-	if pn, sentUS, ok := ackedPacketBehind(in.events, first.TimeUS, post, k); ok {
+	lo := int64(math.MinInt64)
+	if k > 0 {
+		lo = m.prevT
+	}
+	if pn, sentUS, ok := acks.ackedPacketBehind(first.TimeUS, lo); ok {
 		switch {
 		case sentUS < in.mig.AtUS:
 			r.OldPathPacket, r.OldPathPacketNumber = true, pn
@@ -200,15 +332,19 @@ func attributeRTT(in rttInput) RTTAttribution {
 	return r
 }
 
+// ackIndex answers ackedPacketBehind from the events a trace logged.
+type ackIndex interface {
+	ackedPacketBehind(atUS, lo int64) (pn, sentUS int64, ok bool)
+}
+
+// eventAcks is an ackIndex over time-sorted events held in memory.
+type eventAcks []timeline.Event
+
 // ackedPacketBehind finds the largest packet number newly acknowledged by
-// the ACK processed at or just before the sample (after the previous
-// post-migration sample) and when that packet was sent. ok is false when the
-// trace does not log packet numbers and ACK ranges.
-func ackedPacketBehind(events []timeline.Event, atUS int64, post []timeline.Sample, k int) (pn, sentUS int64, ok bool) {
-	lo := int64(math.MinInt64)
-	if k > 0 {
-		lo = post[k-1].TimeUS
-	}
+// the ACK processed at or just before the sample (at or after lo, the
+// previous post-migration sample) and when that packet was sent. ok is
+// false when the trace does not log packet numbers and ACK ranges.
+func (events eventAcks) ackedPacketBehind(atUS, lo int64) (pn, sentUS int64, ok bool) {
 	var ack *timeline.Event
 	for i := range events {
 		e := &events[i]

@@ -2,6 +2,7 @@ package parsers
 
 import (
 	"bytes"
+	stdgzip "compress/gzip"
 	"io"
 	"os"
 	"path/filepath"
@@ -41,13 +42,21 @@ func BenchmarkParse(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := cpuTime()
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			items := 0
 			for i := 0; i < b.N; i++ {
 				var h nopHandler
 				if err := Parse(tc.file, bytes.NewReader(raw), Options{}, &h); err != nil {
 					b.Fatal(err)
 				}
+				items += h.samples + h.events
 			}
+			runtime.ReadMemStats(&m1)
 			reportCPU(b, int64(len(raw))*int64(b.N), cpuTime()-cpu0)
+			// Per sample or event handed on (one per record, roughly):
+			// the buffers set up per trace, spread over its records.
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(max(items, 1)), "allocs/item")
 		})
 	}
 }
@@ -250,5 +259,47 @@ func TestStreamingMemoryBounded(t *testing.T) {
 			}
 			t.Logf("%s: %d samples, %d events, peak heap %.1f MiB", tc.format, h.samples, h.events, float64(h.peak)/(1<<20))
 		})
+	}
+}
+
+// BenchmarkGunzip compares the standard library's gzip with
+// klauspost/compress's (the one Parse uses) on every reference trace,
+// decompressing to io.Discard; MB/s is of uncompressed output.
+//
+//	go test -run '^$' -bench BenchmarkGunzip ./parsers
+func BenchmarkGunzip(b *testing.B) {
+	impls := []struct {
+		name string
+		open func(io.Reader) (io.Reader, error)
+	}{
+		{"stdlib", func(r io.Reader) (io.Reader, error) { return stdgzip.NewReader(r) }},
+		{"klauspost", newGunzip},
+	}
+	files, _ := filepath.Glob(filepath.Join(repoRoot(b), "..", "shared", "reference", "traces", "*.gz"))
+	if len(files) == 0 {
+		b.Skip("reference traces absent (../shared/reference/traces)")
+	}
+	for _, f := range files {
+		gz, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size := int64(len(gunzipFile(b, f)))
+		for _, im := range impls {
+			b.Run(filepath.Base(f)+"/"+im.name, func(b *testing.B) {
+				b.SetBytes(size)
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					z, err := im.open(bytes.NewReader(gz))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.Copy(io.Discard, z); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportCPU(b, size*int64(b.N), cpuTime()-cpu0)
+			})
+		}
 	}
 }

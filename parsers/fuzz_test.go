@@ -18,7 +18,7 @@ import (
 // exchange and the end.
 
 // seedSlices returns slices of a reference trace cut at line boundaries.
-func seedSlices(f *testing.F, file, marker string) [][]byte {
+func seedSlices(f testing.TB, file, marker string) [][]byte {
 	root := repoRoot(f)
 	p := filepath.Join(root, "..", "shared", "reference", file)
 	b, err := os.ReadFile(p)
@@ -63,6 +63,7 @@ func fuzzParse(f *testing.F, format string, testdata []string, reference, marker
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		checkOracle(t, b, format)
 		for _, opt := range []Options{{Format: format}, {}} {
 			var c timeline.Collector
 			err := Parse("fuzz.trace", bytes.NewReader(b), opt, &c)

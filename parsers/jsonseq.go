@@ -161,6 +161,7 @@ func parseJSONSeq(in *input, h timeline.Handler, f seqFormat) error {
 	var refTime float64
 	var prevTime float64
 	headerSeen := false
+	var tape jtape
 	for {
 		rec, n, off, err := s.next()
 		if err == io.EOF {
@@ -169,35 +170,33 @@ func parseJSONSeq(in *input, h timeline.Handler, f seqFormat) error {
 		if err != nil {
 			return in.readErr(err)
 		}
-		str := bstr(rec)
-		if !gjson.Valid(str) {
+		if !tape.parse(rec) {
 			if truncatedJSON(rec) && s.restIsBlank() {
 				q.h.Warn(warning(n, off, fmt.Sprintf("final record truncated (%d bytes, cut off mid-write); ignored, the %d records before it are used", len(rec), n-1)))
 				break
 			}
 			return in.errorf(n, off, "invalid JSON")
 		}
-		root := gjson.Parse(str)
+		root := tape.root()
 		if !root.IsObject() {
 			return in.errorf(n, off, "record is not a JSON object")
 		}
-		var tRes, nameRes, dataRes, pathRes gjson.Result
+		tRes, nameRes, dataRes, pathRes := root.missing(), root.missing(), root.missing(), root.missing()
 		isHeader := false
-		root.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
+		for c := root.first(); c.Exists(); c = c.next(root) {
+			switch c.Key() {
 			case "time":
-				tRes = v
+				tRes = c
 			case "name":
-				nameRes = v
+				nameRes = c
 			case "data":
-				dataRes = v
+				dataRes = c
 			case "path":
-				pathRes = v
+				pathRes = c
 			case "qlog_version", "qlog_format", "file_schema", "trace", "traces", "serialization_format":
 				isHeader = true
 			}
-			return true
-		})
+		}
 		if isHeader && !nameRes.Exists() {
 			if headerSeen {
 				return in.errorf(n, off, "second qlog header record")
@@ -207,20 +206,20 @@ func parseJSONSeq(in *input, h timeline.Handler, f seqFormat) error {
 				return in.errorf(n, off, "a single-document qlog (\"traces\"), not JSON-SEQ: use --format %s", FormatPicoquic)
 			}
 			tr := root.Get("trace")
-			q.meta.Vantage = vantage(tr.Get("vantage_point.type").Str)
-			q.meta.Implementation = implementationFrom(f.impl, tr.Get("vantage_point.name").Str, root.Get("title").Str, tr.Get("title").Str)
-			switch tr.Get("configuration.time_units").Str {
+			q.meta.Vantage = vantage(tr.Path("vantage_point", "type").Str())
+			q.meta.Implementation = implementationFrom(f.impl, tr.Path("vantage_point", "name").Str(), root.Get("title").Str(), tr.Get("title").Str())
+			switch tr.Path("configuration", "time_units").Str() {
 			case "us":
 				timeScale = 1
 			case "ns":
 				timeScale = 0.001
 			}
 			cf := tr.Get("common_fields")
-			switch cf.Get("time_format").Str {
+			switch cf.Get("time_format").Str() {
 			case "delta":
 				delta = true
 			case "absolute":
-				if rt := cf.Get("reference_time"); rt.Type == gjson.Number {
+				if rt := cf.Get("reference_time"); rt.Type() == gjson.Number {
 					refTime = rt.Float()
 				}
 			}
@@ -230,14 +229,14 @@ func parseJSONSeq(in *input, h timeline.Handler, f seqFormat) error {
 		if !nameRes.Exists() {
 			return in.errorf(n, off, `event without "name"`)
 		}
-		if nameRes.Type != gjson.String {
+		if nameRes.Type() != gjson.String {
 			return in.errorf(n, off, `"name" is not a string`)
 		}
 		if !tRes.Exists() {
-			return in.errorf(n, off, `event %q without "time"`, nameRes.Str)
+			return in.errorf(n, off, `event %q without "time"`, nameRes.Str())
 		}
-		if tRes.Type != gjson.Number {
-			return in.errorf(n, off, `event %q: "time" is not a number`, nameRes.Str)
+		if tRes.Type() != gjson.Number {
+			return in.errorf(n, off, `event %q: "time" is not a number`, nameRes.Str())
 		}
 		t := tRes.Float()
 		if delta {
@@ -246,7 +245,7 @@ func parseJSONSeq(in *input, h timeline.Handler, f seqFormat) error {
 		}
 		t -= refTime
 		q.rec, q.off = n, off
-		if err := q.event(roundUS(t*timeScale), nameRes.Str, dataRes, q.pathID(pathRes)); err != nil {
+		if err := q.event(roundUS(t*timeScale), nameRes.Str(), dataRes, q.pathID(pathRes)); err != nil {
 			return in.errorf(n, off, "%v", err)
 		}
 	}

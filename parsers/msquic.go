@@ -65,6 +65,7 @@ type msquicParser struct {
 	last   timeline.Sample
 	mtu    int64
 	intern map[string]string
+	kv     kvList
 }
 
 func (m *msquicParser) emitMeta() {
@@ -93,14 +94,14 @@ func (m *msquicParser) harnessLine(line []byte) error {
 	if end < 0 {
 		return fmt.Errorf("harness line without closing ']'")
 	}
-	role := string(line[4:end])
+	role := line[4:end]
 	rest := bytes.TrimSpace(line[end+1:])
 	if !bytes.HasPrefix(rest, []byte("t_us=")) {
 		return nil // a harness line without a time is not evidence
 	}
 	m.lines++
 	if m.meta.Vantage == "" {
-		if v := vantage(role); v != "" {
+		if v := vantage(string(role)); v != "" {
 			m.meta.Vantage = v
 			m.emitMeta()
 		}
@@ -109,30 +110,111 @@ func (m *msquicParser) harnessLine(line []byte) error {
 	if sp < 0 {
 		sp = len(rest)
 	}
-	t, err := strconv.ParseInt(string(rest[5:sp]), 10, 64)
+	t, err := strconv.ParseInt(bstr(rest[5:sp]), 10, 64)
 	if err != nil {
 		return fmt.Errorf("bad t_us %q", rest[5:sp])
 	}
 	m.t = t
-	msg := string(bytes.TrimSpace(rest[sp:]))
-	verb, args, _ := strings.Cut(msg, " ")
-	kv := keyValues(args)
+	msgB := bytes.TrimSpace(rest[sp:])
+	if !asciiOnly(msgB) {
+		// strings.Fields splits on Unicode blanks: keep its exact reading.
+		msg := string(msgB)
+		verb, args, _ := strings.Cut(msg, " ")
+		return m.verb(verb, keyValues(args))
+	}
+	verb, args, _ := bytes.Cut(msgB, []byte(" "))
+	m.kv = m.kv.parse(args)
+	return m.verb(bstr(verb), &m.kv) // a view: verb copies what it keeps
+}
+
+// kvList is a harness line's key=value fields in order; get returns the
+// last value of a key, as a map filled in order would. It is reused from
+// line to line, so STATS lines cost no allocation.
+type kvList []kvPair
+
+type kvPair struct{ k, v []byte }
+
+// parse splits s on ASCII blanks (the line is ASCII) into key=value pairs,
+// skipping fields without '=' (keyValues' reading).
+func (l kvList) parse(s []byte) kvList {
+	l = l[:0]
+	i := 0
+	for i < len(s) {
+		for i < len(s) && asciiSpace(s[i]) {
+			i++
+		}
+		j := i
+		for j < len(s) && !asciiSpace(s[j]) {
+			j++
+		}
+		if j > i {
+			f := s[i:j]
+			if k, v, ok := bytes.Cut(f, []byte("=")); ok {
+				l = append(l, kvPair{k, v})
+			}
+		}
+		i = j
+	}
+	return l
+}
+
+// get's value is a view of the line: valid during the call only.
+func (l *kvList) get(key string) (string, bool) {
+	for i := len(*l) - 1; i >= 0; i-- {
+		if p := &(*l)[i]; string(p.k) == key {
+			return bstr(p.v), true
+		}
+	}
+	return "", false
+}
+
+// kvMap is keyValues' map behind the same interface.
+type kvMap map[string]string
+
+func (m kvMap) get(key string) (string, bool) { v, ok := m[key]; return v, ok }
+
+type kvGetter interface {
+	get(key string) (string, bool)
+}
+
+// kvValue is a copy of key's value that the timeline may keep.
+func kvValue(kv kvGetter, key string) string {
+	v, _ := kv.get(key)
+	return strings.Clone(v)
+}
+
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+func asciiOnly(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// verb handles a harness line's message.
+func (m *msquicParser) verb(verb string, kv kvGetter) error {
+	t := m.t
 	switch verb {
 	case "STATS":
 		return m.stats(kv)
 	case "CONNECTED":
 		m.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1,
-			From: kv["remote"], To: kv["local"], Detail: "connected"})
+			From: kvValue(kv, "remote"), To: kvValue(kv, "local"), Detail: "connected"})
 	case "SERVER_PEER_ADDR_CHANGED", "PEER_ADDR_CHANGED", "CLIENT_PEER_ADDR_CHANGED":
 		m.meta.LogsAddresses = true
 		m.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1,
-			From: kv["new_remote"], Detail: strings.ToLower(verb)})
+			From: kvValue(kv, "new_remote"), Detail: strings.ToLower(strings.Clone(verb))})
 	}
 	return nil
 }
 
-func keyValues(s string) map[string]string {
-	kv := map[string]string{}
+func keyValues(s string) kvMap {
+	kv := kvMap{}
 	for _, f := range strings.Fields(s) {
 		if k, v, ok := strings.Cut(f, "="); ok {
 			kv[k] = v
@@ -141,44 +223,53 @@ func keyValues(s string) map[string]string {
 	return kv
 }
 
-func (m *msquicParser) stats(kv map[string]string) error {
+// msquicStats are the STATS keys a sample reads, in order.
+var msquicStats = []struct {
+	key   string
+	field timeline.Field
+	rtt   bool // msquicNoRTT means "no measurement"
+}{
+	{"cwnd", timeline.FieldCwnd, false},
+	{"bytes_in_flight", timeline.FieldBytesInFlight, false},
+	{"srtt_us", timeline.FieldSmoothedRTT, true},
+	{"min_rtt_us", timeline.FieldMinRTT, true},
+	{"latest_rtt_us", timeline.FieldLatestRTT, true},
+	{"rtt_var_us", timeline.FieldRTTVar, false},
+}
+
+func (m *msquicParser) stats(kv kvGetter) error {
 	s := m.last
 	s.TimeUS = m.t
 	s.Fields = 0
-	get := func(key string, field timeline.Field, dst *int64, rtt bool) error {
-		v, ok := kv[key]
+	for _, g := range msquicStats {
+		v, ok := kv.get(g.key)
 		if !ok {
-			return nil
+			continue
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return fmt.Errorf("STATS %s=%q is not an integer", key, v)
+			return fmt.Errorf("STATS %s=%q is not an integer", g.key, v)
 		}
-		if rtt && n == msquicNoRTT {
+		if g.rtt && n == msquicNoRTT {
 			n = 0
 		}
-		*dst = n
-		s.Fields |= field
-		return nil
-	}
-	for _, g := range []struct {
-		key   string
-		field timeline.Field
-		dst   *int64
-		rtt   bool
-	}{
-		{"cwnd", timeline.FieldCwnd, &s.CwndBytes, false},
-		{"bytes_in_flight", timeline.FieldBytesInFlight, &s.BytesInFlight, false},
-		{"srtt_us", timeline.FieldSmoothedRTT, &s.SmoothedRTTUS, true},
-		{"min_rtt_us", timeline.FieldMinRTT, &s.MinRTTUS, true},
-		{"latest_rtt_us", timeline.FieldLatestRTT, &s.LatestRTTUS, true},
-		{"rtt_var_us", timeline.FieldRTTVar, &s.RTTVarUS, false},
-	} {
-		if err := get(g.key, g.field, g.dst, g.rtt); err != nil {
-			return err
+		switch g.field {
+		case timeline.FieldCwnd:
+			s.CwndBytes = n
+		case timeline.FieldBytesInFlight:
+			s.BytesInFlight = n
+		case timeline.FieldSmoothedRTT:
+			s.SmoothedRTTUS = n
+		case timeline.FieldMinRTT:
+			s.MinRTTUS = n
+		case timeline.FieldLatestRTT:
+			s.LatestRTTUS = n
+		case timeline.FieldRTTVar:
+			s.RTTVarUS = n
 		}
+		s.Fields |= g.field
 	}
-	if v, ok := kv["send_mtu"]; ok {
+	if v, ok := kv.get("send_mtu"); ok {
 		mtu, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("STATS send_mtu=%q is not an integer", v)

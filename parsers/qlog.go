@@ -81,12 +81,12 @@ func (q *qlog) finish() {
 }
 
 // pathID renders a qlog path identifier (string or number).
-func (q *qlog) pathID(v gjson.Result) string {
-	switch v.Type {
+func (q *qlog) pathID(v jv) string {
+	switch v.Type() {
 	case gjson.String:
-		return q.str(v.Str)
+		return q.str(v.Str())
 	case gjson.Number:
-		return q.str(v.Raw)
+		return q.str(v.Raw())
 	}
 	return ""
 }
@@ -112,7 +112,7 @@ func baseName(name string) string {
 }
 
 // event handles one qlog event at time t (µs).
-func (q *qlog) event(t int64, name string, data gjson.Result, path string) error {
+func (q *qlog) event(t int64, name string, data jv, path string) error {
 	if data.Exists() && !data.IsObject() {
 		return fmt.Errorf("event %q: \"data\" is not an object", name)
 	}
@@ -133,24 +133,24 @@ func (q *qlog) event(t int64, name string, data gjson.Result, path string) error
 		return q.params(t, data, path)
 	case "congestion_state_updated":
 		q.h.Event(timeline.Event{TimeUS: t, Kind: timeline.CongestionStateUpdated, PathID: path,
-			PacketNumber: -1, Detail: q.str(data.Get("new").Str)})
+			PacketNumber: -1, Detail: q.str(data.Get("new").Str())})
 	case "connection_started":
 		q.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PathID: path, PacketNumber: -1,
 			From: q.addr(data.Get("remote")), To: q.addr(data.Get("local")), Detail: "connection_started"})
 	case "mtu_updated":
-		if v := data.Get("mtu"); v.Type == gjson.Number {
+		if v := data.Get("mtu"); v.Type() == gjson.Number {
 			q.meta.Params["mtu"] = v.Int()
 			q.h.Event(timeline.Event{TimeUS: t, Kind: timeline.ParametersSet, PathID: path, PacketNumber: -1,
-				Detail: "mtu=" + v.Raw})
+				Detail: "mtu=" + v.Raw()})
 		}
 	default:
 		if strings.Contains(base, "path") || strings.Contains(base, "migration") {
 			if pid := q.pathID(data.Get("path_id")); pid != "" {
 				path = pid
 			}
-			detail := name
+			detail := q.str(name) // name may be a view of the record
 			if data.Exists() {
-				detail += " " + compact(data.Raw, 300)
+				detail += " " + compact(data.Raw(), 300)
 			}
 			q.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PathID: path, PacketNumber: -1,
 				Detail: detail})
@@ -175,18 +175,18 @@ func compact(raw string, max int) string {
 	return b.String()
 }
 
-func (q *qlog) number(name, key string, v gjson.Result) (float64, error) {
-	if v.Type != gjson.Number {
-		return 0, fmt.Errorf("event %q: %q is not a number (%s)", name, key, excerpt([]byte(v.Raw)))
+func (q *qlog) number(name, key string, v jv) (float64, error) {
+	if v.Type() != gjson.Number {
+		return 0, fmt.Errorf("event %q: %q is not a number (%s)", name, key, excerpt([]byte(v.Raw())))
 	}
 	return v.Float(), nil
 }
 
-func (q *qlog) integer(name, key string, v gjson.Result) (int64, error) {
-	if v.Type != gjson.Number {
-		return 0, fmt.Errorf("event %q: %q is not a number (%s)", name, key, excerpt([]byte(v.Raw)))
+func (q *qlog) integer(name, key string, v jv) (int64, error) {
+	if v.Type() != gjson.Number {
+		return 0, fmt.Errorf("event %q: %q is not a number (%s)", name, key, excerpt([]byte(v.Raw())))
 	}
-	if i, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
+	if i, err := strconv.ParseInt(v.Raw(), 10, 64); err == nil {
 		return i, nil
 	}
 	return roundUS(v.Float()), nil
@@ -196,34 +196,37 @@ func (q *qlog) integer(name, key string, v gjson.Result) (int64, error) {
 // corrupt counter cannot turn a few bytes into millions of events.
 const maxLostPerRecord = 1024
 
-func (q *qlog) metrics(t int64, name string, data gjson.Result, path string) error {
+func (q *qlog) metrics(t int64, name string, data jv, path string) error {
 	var r timeline.Sample
 	var f timeline.Field
 	var err error
 	var lost int64
-	data.ForEach(func(k, v gjson.Result) bool {
+	// Members in order (a direct loop: ForEach gives nothing else to
+	// the keys matched here).
+	for v := data.first(); v.Exists() && err == nil; v = v.next(data) {
 		var x float64
-		switch k.Str {
+		k := v.Key()
+		switch k {
 		case "congestion_window", "cwnd":
-			r.CwndBytes, err = q.integer(name, k.Str, v)
+			r.CwndBytes, err = q.integer(name, k, v)
 			f |= timeline.FieldCwnd
 		case "bytes_in_flight":
-			r.BytesInFlight, err = q.integer(name, k.Str, v)
+			r.BytesInFlight, err = q.integer(name, k, v)
 			f |= timeline.FieldBytesInFlight
 		case "smoothed_rtt":
-			x, err = q.number(name, k.Str, v)
+			x, err = q.number(name, k, v)
 			r.SmoothedRTTUS = roundUS(x * q.rttScale)
 			f |= timeline.FieldSmoothedRTT
 		case "min_rtt":
-			x, err = q.number(name, k.Str, v)
+			x, err = q.number(name, k, v)
 			r.MinRTTUS = roundUS(x * q.rttScale)
 			f |= timeline.FieldMinRTT
 		case "latest_rtt":
-			x, err = q.number(name, k.Str, v)
+			x, err = q.number(name, k, v)
 			r.LatestRTTUS = roundUS(x * q.rttScale)
 			f |= timeline.FieldLatestRTT
 		case "rtt_variance", "rttvar":
-			x, err = q.number(name, k.Str, v)
+			x, err = q.number(name, k, v)
 			r.RTTVarUS = roundUS(x * q.rttScale)
 			f |= timeline.FieldRTTVar
 		case "path_id":
@@ -235,8 +238,7 @@ func (q *qlog) metrics(t int64, name string, data gjson.Result, path string) err
 				lost = v.Get("delta").Int()
 			}
 		}
-		return err == nil
-	})
+	}
 	if err != nil {
 		return err
 	}
@@ -299,27 +301,26 @@ func (q *qlog) space(s string) string {
 	return q.str(s)
 }
 
-func (q *qlog) packet(t int64, kind timeline.EventKind, data gjson.Result, path string) error {
+func (q *qlog) packet(t int64, kind timeline.EventKind, data jv, path string) error {
 	ev := timeline.Event{TimeUS: t, Kind: kind, PathID: path, PacketNumber: -1}
-	var frames gjson.Result
+	var frames jv
 	var err error
 	name := string(kind)
-	data.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
+	for v := data.first(); v.Exists() && err == nil; v = v.next(data) {
+		switch v.Key() {
 		case "header":
-			v.ForEach(func(hk, hv gjson.Result) bool {
-				switch hk.Str {
+			for hv := v.first(); hv.Exists() && err == nil; hv = hv.next(v) {
+				switch hv.Key() {
 				case "packet_number":
 					ev.PacketNumber, err = q.integer(name, "packet_number", hv)
 				case "packet_type":
-					ev.PacketSpace = q.space(hv.Str)
+					ev.PacketSpace = q.space(hv.Str())
 				case "packet_size":
 					ev.SizeBytes = hv.Int()
 				}
-				return err == nil
-			})
+			}
 		case "packet_type":
-			ev.PacketSpace = q.space(v.Str)
+			ev.PacketSpace = q.space(v.Str())
 		case "raw":
 			if ev.SizeBytes == 0 {
 				ev.SizeBytes = v.Get("length").Int()
@@ -335,8 +336,7 @@ func (q *qlog) packet(t int64, kind timeline.EventKind, data gjson.Result, path 
 		case "addr_to", "dst":
 			ev.To = q.addr(v)
 		}
-		return err == nil
-	})
+	}
 	if err != nil {
 		return err
 	}
@@ -350,27 +350,25 @@ func (q *qlog) packet(t int64, kind timeline.EventKind, data gjson.Result, path 
 	if !frames.IsArray() {
 		return fmt.Errorf("event %q: \"frames\" is not an array", name)
 	}
-	frames.ForEach(func(_, fr gjson.Result) bool {
+	for fr := frames.first(); fr.Exists() && err == nil; fr = fr.next(frames) {
 		err = q.frame(ev, kind, fr)
-		return err == nil
-	})
+	}
 	return err
 }
 
-func (q *qlog) frame(pkt timeline.Event, kind timeline.EventKind, fr gjson.Result) error {
+func (q *qlog) frame(pkt timeline.Event, kind timeline.EventKind, fr jv) error {
 	var ftype string
-	var ranges, data gjson.Result
-	fr.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
+	var ranges, data jv
+	for v := fr.first(); v.Exists(); v = v.next(fr) {
+		switch v.Key() {
 		case "frame_type":
-			ftype = v.Str
+			ftype = v.Str()
 		case "acked_ranges":
 			ranges = v
 		case "data", "path_challenge", "path_response":
 			data = v
 		}
-		return true
-	})
+	}
 	sent := kind == timeline.PacketSent
 	ev := timeline.Event{TimeUS: pkt.TimeUS, PathID: pkt.PathID, From: pkt.From, To: pkt.To,
 		PacketNumber: pkt.PacketNumber, PacketSpace: pkt.PacketSpace}
@@ -383,14 +381,14 @@ func (q *qlog) frame(pkt timeline.Event, kind timeline.EventKind, fr gjson.Resul
 		}
 		q.ranges = q.ranges[:0]
 		var err error
-		ranges.ForEach(func(_, r gjson.Result) bool {
+		ranges.ForEach(func(_ jkey, r jv) bool {
 			var rg timeline.Range
 			n := 0
 			if !r.IsArray() {
-				err = fmt.Errorf("ack frame: range %s is not an array", excerpt([]byte(r.Raw)))
+				err = fmt.Errorf("ack frame: range %s is not an array", excerpt([]byte(r.Raw())))
 				return false
 			}
-			r.ForEach(func(_, x gjson.Result) bool {
+			r.ForEach(func(_ jkey, x jv) bool {
 				var v int64
 				v, err = q.integer("ack", "acked_ranges", x)
 				if n == 0 {
@@ -417,13 +415,13 @@ func (q *qlog) frame(pkt timeline.Event, kind timeline.EventKind, fr gjson.Resul
 		if sent {
 			ev.Kind = timeline.PathChallengeSent
 		}
-		ev.Data = strings.Clone(data.Str)
+		ev.Data = strings.Clone(data.Str())
 	case "path_response":
 		ev.Kind = timeline.PathResponseReceived
 		if sent {
 			ev.Kind = timeline.PathResponseSent
 		}
-		ev.Data = strings.Clone(data.Str)
+		ev.Data = strings.Clone(data.Str())
 	default:
 		return nil
 	}
@@ -431,9 +429,9 @@ func (q *qlog) frame(pkt timeline.Event, kind timeline.EventKind, fr gjson.Resul
 	return nil
 }
 
-func (q *qlog) datagram(t int64, kind timeline.EventKind, data gjson.Result, path string) error {
+func (q *qlog) datagram(t int64, kind timeline.EventKind, data jv, path string) error {
 	ev := timeline.Event{TimeUS: t, Kind: kind, PathID: path, PacketNumber: -1}
-	data.ForEach(func(k, v gjson.Result) bool {
+	data.ForEach(func(k jkey, v jv) bool {
 		switch k.Str {
 		case "byte_length":
 			ev.SizeBytes = v.Int()
@@ -461,16 +459,16 @@ func (q *qlog) datagram(t int64, kind timeline.EventKind, data gjson.Result, pat
 
 // addr renders a qlog address object ({"ip_v4": "10.0.1.1", "port_v4": 4433},
 // or the _v6 pair) as ip:port; a plain string is taken as is.
-func (q *qlog) addr(v gjson.Result) string {
-	if v.Type == gjson.String {
-		return q.str(v.Str)
+func (q *qlog) addr(v jv) string {
+	if v.Type() == gjson.String {
+		return q.str(v.Str())
 	}
 	if !v.IsObject() {
 		return ""
 	}
 	var ip, port string
 	v6 := false
-	v.ForEach(func(k, x gjson.Result) bool {
+	v.ForEach(func(k jkey, x jv) bool {
 		switch k.Str {
 		case "ip_v4", "ip":
 			if ip == "" {
@@ -482,11 +480,11 @@ func (q *qlog) addr(v gjson.Result) string {
 			}
 		case "port_v4", "port":
 			if port == "" {
-				port = x.Raw
+				port = x.Raw()
 			}
 		case "port_v6":
 			if port == "" {
-				port = x.Raw
+				port = x.Raw()
 			}
 		}
 		return true
@@ -506,24 +504,24 @@ func (q *qlog) addr(v gjson.Result) string {
 	return q.str(key)
 }
 
-func (q *qlog) lost(t int64, data gjson.Result, path string) error {
+func (q *qlog) lost(t int64, data jv, path string) error {
 	ev := timeline.Event{TimeUS: t, Kind: timeline.PacketLost, PathID: path, PacketNumber: -1}
 	var err error
-	data.ForEach(func(k, v gjson.Result) bool {
+	data.ForEach(func(k jkey, v jv) bool {
 		switch k.Str {
 		case "header":
 			if pn := v.Get("packet_number"); pn.Exists() {
 				ev.PacketNumber, err = q.integer("packet_lost", "packet_number", pn)
 			}
 			if pt := v.Get("packet_type"); pt.Exists() {
-				ev.PacketSpace = q.space(pt.Str)
+				ev.PacketSpace = q.space(pt.Str())
 			}
 		case "packet_number":
 			ev.PacketNumber, err = q.integer("packet_lost", "packet_number", v)
 		case "packet_type":
-			ev.PacketSpace = q.space(v.Str)
+			ev.PacketSpace = q.space(v.Str())
 		case "trigger":
-			ev.Detail = q.str(v.Str)
+			ev.Detail = q.str(v.Str())
 		case "path_id":
 			if pid := q.pathID(v); pid != "" {
 				ev.PathID = pid
@@ -542,18 +540,18 @@ func (q *qlog) lost(t int64, data gjson.Result, path string) error {
 // "remote.NAME" (by the event's owner/initiator) and, for the peer's
 // (remote) ones or when no owner is given, also as plain "NAME": the peer's
 // limits are what bound this endpoint's sending.
-func (q *qlog) params(t int64, data gjson.Result, path string) error {
-	owner := data.Get("owner").Str
+func (q *qlog) params(t int64, data jv, path string) error {
+	owner := data.Get("owner").Str()
 	if owner == "" {
-		owner = data.Get("initiator").Str
+		owner = data.Get("initiator").Str()
 	}
 	owner = q.str(owner)
 	n := 0
-	data.ForEach(func(k, v gjson.Result) bool {
-		if v.Type != gjson.Number {
+	data.ForEach(func(k jkey, v jv) bool {
+		if v.Type() != gjson.Number {
 			return true
 		}
-		i, err := strconv.ParseInt(v.Raw, 10, 64)
+		i, err := strconv.ParseInt(v.Raw(), 10, 64)
 		if err != nil {
 			// Out-of-range or fractional: not a parameter we can use.
 			return true

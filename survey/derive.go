@@ -2,6 +2,7 @@ package survey
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -264,3 +265,57 @@ func Finalise(s *Survey) {
 	}
 	s.CrossCutting = ComputeCrossCutting(s.Implementations)
 }
+
+// OnceEach keeps each statement once: several rules (one per role, one
+// combining them) often state the same mechanism, and a combined
+// statement quotes the per-role ones whole. A statement equal to an
+// earlier one, or contained whole in another, is dropped; the order of
+// the rest is kept.
+func OnceEach(units []string) []string {
+	norm := make([]string, len(units))
+	for i, u := range units {
+		norm[i] = strings.Join(strings.Fields(u), " ")
+	}
+	var out []string
+	for i, u := range norm {
+		if u == "" {
+			continue
+		}
+		drop := false
+		for j, w := range norm {
+			if j == i || w == "" {
+				continue
+			}
+			// an equal earlier statement, or a longer one containing it
+			if (w == u && j < i) || (len(w) > len(u) && strings.Contains(w, u)) {
+				drop = true
+				break
+			}
+		}
+		if !drop {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// RepeatedSentences returns the clauses and sentences of s (at least 20
+// characters, compared without case or spacing) that occur more than once.
+func RepeatedSentences(s string) []string {
+	seen := map[string]int{}
+	var out []string
+	for _, part := range sentenceSplit.Split(s, -1) {
+		c := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(part), "."))
+		k := strings.Join(strings.Fields(strings.ToLower(c)), " ")
+		if len(k) < 20 {
+			continue
+		}
+		seen[k]++
+		if seen[k] == 2 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+var sentenceSplit = regexp.MustCompile(`; |\. `)

@@ -30,6 +30,13 @@ type Inputs struct {
 	Mirrors  string   `json:"mirrors,omitempty"`
 	Evidence string   `json:"evidence,omitempty"`
 	Results  []string `json:"results,omitempty"`
+	// Study is the study's repository and commit the reference evidence was
+	// read from (see data/study.json).
+	Study *SourcePin `json:"study,omitempty"`
+	// EvidenceSHA256 is the sha256 of every committed evidence file the
+	// survey was built from (data/evidence/…), so that an edit to any of
+	// them changes the survey.
+	EvidenceSHA256 map[string]string `json:"evidence_sha256,omitempty"`
 }
 
 // Implementation is one surveyed QUIC implementation.
@@ -46,6 +53,8 @@ type Implementation struct {
 	Reachability *Reachability `json:"reachability,omitempty"`
 	Constants    []Constant    `json:"constants"`
 	Live         *Live         `json:"live,omitempty"`
+	// FixCheck says whether a fix would be visible to the live check.
+	FixCheck *FixCheck `json:"fix_check,omitempty"`
 	// Notes are caveats that belong to this implementation.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -135,7 +144,7 @@ type Constant struct {
 // Live origins.
 const (
 	OwnRuns   = "own-runs"  // this project's runs, evidence committed under data/evidence
-	Reference = "reference" // the study's traces in ../shared/reference, never copied in
+	Reference = "reference" // the study's traces, read from its pinned repository (data/study.json), never copied in
 )
 
 // Live is what the running program showed.
@@ -156,7 +165,8 @@ type Live struct {
 type Repetition struct {
 	ID string `json:"id"`
 	// Files are paths to the evidence, relative to the repository root for
-	// own runs and to the --evidence directory for reference evidence.
+	// own runs and to the study's repository (inputs.study) for reference
+	// evidence.
 	Trace       string `json:"trace"`
 	TraceSHA256 string `json:"trace_sha256"`
 	Format      string `json:"format"`

@@ -102,6 +102,7 @@ func checkRepetitions(v *Validator, doc, im gjson.Result) (Status, string) {
 
 // fileSHA hashes a file once per validator.
 func (v *Validator) fileSHA(p string) (string, error) {
+	p = canonical(p)
 	v.mu.Lock()
 	if h, ok := v.shas[p]; ok {
 		v.mu.Unlock()

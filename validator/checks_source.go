@@ -69,7 +69,7 @@ func checkCommit(v *Validator, doc, im gjson.Result) (Status, string) {
 		if pinned != commit {
 			d.fail("reference pins %s at %s, survey says %s", im.Get("name").String(), short(pinned), short(commit))
 		} else {
-			d.note("matches upstream_commits.txt")
+			d.note("matches the study's pinned commits")
 		}
 	}
 	if _, err := v.tree(im); err != nil {
@@ -87,12 +87,14 @@ func short(c string) string {
 	return c
 }
 
-// referencePin reads upstream_commits.txt from the reference directory.
+// referencePin reads the study's list of upstream commits (from its
+// repository at the pin, or commit_hashes.txt under --evidence).
 func (v *Validator) referencePin(name string) (string, bool) {
-	if v.opts.Evidence == "" {
-		return "", false
+	b, _, err := v.studyBlob("commit_hashes.txt")
+	if err != nil && v.opts.Evidence != "" {
+		// The study's published sample names it upstream_commits.txt.
+		b, err = os.ReadFile(filepath.Join(v.opts.Evidence, "upstream_commits.txt"))
 	}
-	b, err := os.ReadFile(filepath.Join(v.opts.Evidence, "upstream_commits.txt"))
 	if err != nil {
 		return "", false
 	}

@@ -13,6 +13,33 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
+// findMirror looks for upstream's mirror in each directory of mirrors (a
+// list, separated as $PATH is): <dir>/<owner>+<name>/repo, or <dir>/<name>.git
+// as in the clones `migaudit reproduce` makes in the cache without a mirror.
+func findMirror(mirrors, upstream string) (string, error) {
+	if mirrors == "" {
+		return "", fmt.Errorf("%w: no mirror directory (set --mirrors or MIGAUDIT_MIRRORS)", errNoSource)
+	}
+	var tried []string
+	for _, m := range filepath.SplitList(mirrors) {
+		if m == "" {
+			continue
+		}
+		dir, err := mirrorDir(m, upstream)
+		if err != nil {
+			return "", err
+		}
+		u := strings.TrimSuffix(strings.TrimSuffix(upstream, "/"), ".git")
+		for _, c := range []string{dir, filepath.Join(m, u[strings.LastIndex(u, "/")+1:]+".git")} {
+			if _, err := os.Stat(c); err == nil {
+				return c, nil
+			}
+		}
+		tried = append(tried, dir)
+	}
+	return "", fmt.Errorf("%w: no mirror at %s", errNoSource, strings.Join(tried, ", "))
+}
+
 // sourceTree reads files straight out of git object storage at one commit:
 // no work tree, so nothing edited locally can leak into a check.
 type sourceTree struct {
@@ -41,15 +68,9 @@ func mirrorDir(mirrors, upstream string) (string, error) {
 }
 
 func openTree(mirrors, upstream, commit string) (*sourceTree, error) {
-	if mirrors == "" {
-		return nil, fmt.Errorf("%w: no mirror directory (set --mirrors or MIGAUDIT_MIRRORS)", errNoSource)
-	}
-	dir, err := mirrorDir(mirrors, upstream)
+	dir, err := findMirror(mirrors, upstream)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("%w: no mirror at %s", errNoSource, dir)
 	}
 	repo, err := git.PlainOpen(dir)
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/migaudit/migaudit/survey"
 	"github.com/tidwall/gjson"
@@ -57,11 +56,15 @@ type Options struct {
 	RepoRoot string
 	// Mirrors holds <owner>+<name>/repo bare clones.
 	Mirrors string
-	// Evidence is the reference directory (../shared/reference); reference
-	// claims are UNVERIFIABLE without it.
+	// Evidence overrides the study's repository (data/study.json) with a
+	// directory of its files (traces/…); by default they are read from the
+	// study's mirror at the pinned commit.
 	Evidence string
 	// Record writes the counts into the survey file.
 	Record bool
+	// Pins is a pins file in the format of data/implementations.json; ""
+	// means the project's own, embedded from data/.
+	Pins string
 }
 
 // Validator holds the primary-source caches so that many survey variants
@@ -74,12 +77,19 @@ type Validator struct {
 	sites  map[string]memoEntry[[]site]
 	traces map[string]memoEntry[*traceFacts]
 	shas   map[string]string
+	runs   map[string]memoEntry[*runID]
+	counts map[string]memoEntry[int]
+
+	pinOnce sync.Once
+	pinned  map[string]pin
+	pinErr  error
 }
 
 // New returns a validator over the given sources.
 func New(opts Options) *Validator {
 	return &Validator{opts: opts, sources: newSourceCache(opts.Mirrors),
-		sites: map[string]memoEntry[[]site]{}, traces: map[string]memoEntry[*traceFacts]{}, shas: map[string]string{}}
+		sites: map[string]memoEntry[[]site]{}, traces: map[string]memoEntry[*traceFacts]{}, shas: map[string]string{},
+		runs: map[string]memoEntry[*runID]{}, counts: map[string]memoEntry[int]{}}
 }
 
 // Run validates the survey file, prints one line per check and the summary
@@ -100,7 +110,9 @@ func Run(opts Options, w io.Writer) (Summary, error) {
 		if err != nil {
 			return sum, fmt.Errorf("record counts: %w", err)
 		}
-		s.Validation = &survey.ValidationRecord{At: time.Now().UTC().Format(time.RFC3339),
+		// The validation is of the survey's inputs: it carries their date, so
+		// that validating the same survey twice gives the same file.
+		s.Validation = &survey.ValidationRecord{At: s.GeneratedAt,
 			Passed: sum.Passed, Failed: sum.Failed, Unverifiable: sum.Unverifiable}
 		if err := survey.Write(opts.Path, s); err != nil {
 			return sum, fmt.Errorf("record counts: %w", err)
@@ -182,6 +194,9 @@ func (v *Validator) Check(raw []byte) []Result {
 		}
 	}
 	for _, c := range crossChecks {
+		if !c.applies(doc) {
+			continue
+		}
 		st, found := c.fn(v, doc, doc)
 		out = append(out, Result{ID: c.name, Status: st, Found: found})
 	}
@@ -219,6 +234,8 @@ func (c check) applies(im gjson.Result) bool {
 	switch c.claim {
 	case "":
 		return true
+	case "own-runs":
+		return im.Get("live.origin").String() == survey.OwnRuns && len(im.Get("live.repetitions").Array()) > 0
 	case "evidence":
 		n := 0
 		eachEvidence(im, func(string, gjson.Result) { n++ })
@@ -305,16 +322,13 @@ func (v *Validator) resolve(origin, rel string) (string, error) {
 		return "", fmt.Errorf("%s: evidence paths must be relative", rel)
 	}
 	if origin == survey.Reference {
-		if v.opts.Evidence == "" {
-			return "", fmt.Errorf("%w: reference evidence %s needs --evidence (../shared/reference)", errNoSource, rel)
-		}
-		return filepath.Join(v.opts.Evidence, rel), nil
+		return v.studyPath(rel)
 	}
 	return filepath.Join(v.opts.RepoRoot, rel), nil
 }
 
 func (v *Validator) trace(path string) (*traceFacts, error) {
-	return memo(&v.mu, v.traces, path, func() (*traceFacts, error) {
+	return memo(&v.mu, v.traces, canonical(path), func() (*traceFacts, error) {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("%w: %s absent", errNoSource, path)
 		}
@@ -330,4 +344,14 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// canonical is a file's cache key: the same file reached through a link
+// (a planted-fault copy of the evidence links what it leaves alone) is
+// read once.
+func canonical(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }

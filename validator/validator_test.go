@@ -25,6 +25,7 @@ import (
 type fixture struct {
 	mirrors, evidence, root string
 	raw                     []byte
+	pins                    string // the fixture's own data/implementations.json
 }
 
 func buildFixture(t *testing.T) *fixture {
@@ -77,11 +78,11 @@ func buildFixture(t *testing.T) *fixture {
 		name := string(m[len("@COMMIT(") : len(m)-2])
 		return []byte(commits[name])
 	})
-	return &fixture{mirrors: mirrors, evidence: filepath.Join("testdata", "reference"), root: ".", raw: raw}
+	return &fixture{mirrors: mirrors, evidence: filepath.Join("testdata", "reference"), root: ".", raw: raw, pins: fixturePins(t, raw)}
 }
 
 func (f *fixture) validator() *Validator {
-	return New(Options{Mirrors: f.mirrors, Evidence: f.evidence, RepoRoot: f.root})
+	return New(Options{Mirrors: f.mirrors, Evidence: f.evidence, RepoRoot: f.root, Pins: f.pins})
 }
 
 func failures(rs []Result) []string {
@@ -378,9 +379,14 @@ func realWorld(t *testing.T) (*Validator, []byte) {
 		t.Skip("MIGAUDIT_MIRRORS not set: the real survey's source claims need the upstream mirrors")
 	}
 	root := repoRoot(t)
-	ref := filepath.Join(root, "..", "shared", "reference")
-	if _, err := os.Stat(ref); err != nil {
-		t.Skip("../shared/reference absent: the reference claims need it")
+	// The study's evidence comes from its repository at the pin, like an
+	// implementation's source; the reference folder only without its mirror.
+	ref := ""
+	if _, err := findMirror(mirrors, "https://github.com/sivaahari/quic-congestion-control"); err != nil {
+		ref = filepath.Join(root, "..", "shared", "reference")
+		if _, err := os.Stat(ref); err != nil {
+			t.Skip("no mirror of the study and ../shared/reference absent: the reference claims need one")
+		}
 	}
 	raw, err := os.ReadFile(filepath.Join(root, "data", "survey_results.json"))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -200,6 +201,7 @@ type Snapshot struct {
 	repo   *Repo
 	commit plumbing.Hash
 	tree   *object.Tree
+	when   time.Time
 
 	mu    sync.Mutex
 	paths []string // all file paths, listed on first glob
@@ -219,11 +221,17 @@ func (r *Repo) At(rev string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tree of %s in %s: %w", h, r.Dir, err)
 	}
-	return &Snapshot{repo: r, commit: h, tree: t}, nil
+	return &Snapshot{repo: r, commit: h, tree: t, when: c.Committer.When}, nil
 }
 
 // Commit returns the full hash.
 func (s *Snapshot) Commit() string { return s.commit.String() }
+
+// Dir is the repository the snapshot was read from.
+func (s *Snapshot) Dir() string { return s.repo.Dir }
+
+// Time is the commit's committer date.
+func (s *Snapshot) Time() time.Time { return s.when }
 
 // ErrNotExist is returned (wrapped) when a path is absent at the commit.
 var ErrNotExist = os.ErrNotExist

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/audit/query"
 	"github.com/migaudit/migaudit/audit/syntax"
 )
 
@@ -27,330 +28,307 @@ const (
 	mvCubic  = "quic/congestion_control/QuicCubic.cpp"
 )
 
-var mvFiles = []string{mvSSM, mvPM, mvClient, mvSFF, mvAck, mvConst, mvCubic, "quic/congestion_control/CongestionControlFunctions.cpp", "quic/state/QuicStateFunctions.cpp", "quic/state/StateData.h"}
+var mvFiles = []string{mvSSM, mvPM, mvClient, mvSFF, mvAck, mvConst, mvCubic, "quic/congestion_control/CongestionControlFunctions.cpp", "quic/state/QuicStateFunctions.cpp", "quic/state/StateData.h",
+	// the fallback-path switch also restores a cached path state
+	"quic/server/QuicServerTransport.cpp"}
 
-func init() {
-	audit.Register("mvfst",
-		n9Rule("mvfst/q1", "Server onConnectionMigration (NAT-rebinding heuristic, cache/restore, new controller, RTT kept or seeded) and client migrateConnection; disableMigration default.", audit.Q1, mvQ1),
-		n9Rule("mvfst/q2", "Is the PATH_RESPONSE round trip (rttSample) used for the new path's RTT?", audit.Q2, mvQ2),
-		n9Rule("mvfst/q3", "Are ACKs / losses of old-path packets attributed by OutstandingPacket pathId?", audit.Q3, mvQ3),
-		n9Rule("mvfst/constants", "Cubic (default) initial window, minimum window, reduction factor; kDefaultInitialRtt.", audit.ConstInitialWindow, mvConstants),
-	)
-}
+func init() { query.Register("mvfst", mvQ1, mvQ2, mvQ3, mvConstants) }
 
 // mvRTTRestore: what maybeRestoreCongestionControlAndRttStateForCurrentPath does with RTT.
-func mvRestore(x *n9, v *n9Verdict) bool {
-	rs, _, ok := x.fnIn(mvPM, "maybeRestoreCongestionControlAndRttStateForCurrentPath", "QuicPathManager")
+func mvRestore(x *query.Code, v *query.Verdict) bool {
+	rs, ok := x.Find(query.FuncIn(mvPM, "maybeRestoreCongestionControlAndRttStateForCurrentPath", "QuicPathManager"))
 	if !ok {
 		return false
 	}
-	v.add(x.ev(rs.Pos, "definition", "QuicPathManager::maybeRestoreCongestionControlAndRttStateForCurrentPath"))
-	if c, ok := x.cond(rs, "kTimeToRetainLastCongestionAndRttState"); ok {
-		v.add(x.ev(c.Pos, "guard", "cached CC and RTT of a revisited path restored: "+c.Text))
+	v.Add(x.Evidence(rs.Pos, "definition", "QuicPathManager::maybeRestoreCongestionControlAndRttStateForCurrentPath"))
+	if c, ok := x.CondIn(rs, "kTimeToRetainLastCongestionAndRttState"); ok {
+		v.Add(x.Evidence(c.Pos, "guard", "cached CC and RTT of a revisited path restored: "+c.Text))
 	}
-	if a, ok := x.assignIn(rs, "srtt", "rttSample"); ok {
-		v.add(x.ev(a.Pos, "assignment", a.LHS+" = "+a.RHS+" ("+n9GuardText(a.Guards)+")"))
+	if a, ok := x.AssignIn(rs, "srtt", "rttSample"); ok {
+		v.Add(x.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS+" ("+query.GuardText(a.Guards)+")"))
 	}
-	for _, c := range x.commentsIn(mvPM, rs.Line, rs.EndLine, "leave the current state") {
-		v.add(x.ev(c.Pos, "comment", n9OneLine(c.Context)))
+	for _, c := range x.CommentsIn(mvPM, rs.Line, rs.EndLine, "leave the current state") {
+		v.Add(x.Evidence(c.Pos, "comment", query.OneLine(c.Context)))
 	}
 	return true
 }
 
-func mvObserving(x *n9) (n9Verdict, bool) {
-	v := n9Verdict{}
-	ocm, _, ok1 := x.fnIn(mvSSM, "onConnectionMigration", "")
-	nat, _, ok2 := x.fnIn(mvSSM, "maybeNATRebinding", "")
-	if !ok1 || !ok2 {
-		return v, false
-	}
-	v.add(x.ev(ocm.Pos, "definition", "onConnectionMigration"))
-	sites := n9Filter(x.file(mvSSM).Calls("onConnectionMigration"), func(c syntax.Call) bool { return c.Func != "onConnectionMigration" })
-	v.count("onConnectionMigration_call_sites", len(sites))
-	v.add(x.evCalls(sites, "call", "")...)
-	cache, okC := x.callIn(ocm, "cacheCurrentCongestionAndRttState")
-	newCC, okN := x.assignIn(ocm, "congestionController", "makeCongestionController")
-	restore, okR := x.callIn(ocm, "maybeRestoreCongestionControlAndRttStateForCurrentPath")
+var mvObservingNeeds = []query.Anchor{query.FuncIn(mvSSM, "onConnectionMigration", ""), query.FuncIn(mvSSM, "maybeNATRebinding", "")}
+
+func mvObserving(x *query.Code) query.Verdict {
+	v := query.Verdict{}
+	d := x.Defs(mvObservingNeeds...)
+	ocm, nat := d[0], d[1]
+	v.Add(x.Evidence(ocm.Pos, "definition", "onConnectionMigration"))
+	sites := query.Filter(x.File(mvSSM).Calls("onConnectionMigration"), func(c syntax.Call) bool { return c.Func != "onConnectionMigration" })
+	v.Count("onConnectionMigration_call_sites", len(sites))
+	v.Add(x.CallEvidence(sites, "call", "")...)
+	cache, okC := x.CallIn(ocm, "cacheCurrentCongestionAndRttState")
+	newCC, okN := x.AssignIn(ocm, "congestionController", "makeCongestionController")
+	restore, okR := x.CallIn(ocm, "maybeRestoreCongestionControlAndRttStateForCurrentPath")
 	if okC {
-		v.add(x.ev(cache.Pos, "call", "old path's controller and RTT moved into its cache ("+n9GuardText(cache.Guards)+")"))
+		v.Add(x.Evidence(cache.Pos, "call", "old path's controller and RTT moved into its cache ("+query.GuardText(cache.Guards)+")"))
 	}
 	if okN {
-		v.add(x.ev(newCC.Pos, "assignment", "new controller unless a cached one was restored ("+n9GuardText(newCC.Guards)+")"))
+		v.Add(x.Evidence(newCC.Pos, "assignment", "new controller unless a cached one was restored ("+query.GuardText(newCC.Guards)+")"))
 	}
 	if okR {
-		v.add(x.ev(restore.Pos, "call", ""))
+		v.Add(x.Evidence(restore.Pos, "call", ""))
 	}
 	okRS := mvRestore(x, &v)
 	// NAT-rebinding heuristic: port change, or IPv4 within the same /24.
-	if c, ok := x.cond(nat, "newIPAddr == oldIPAddr"); ok {
-		v.add(x.ev(c.Pos, "guard", "same IP: "+c.Text+" -> NAT rebinding, state kept"))
+	if c, ok := x.CondIn(nat, "newIPAddr == oldIPAddr"); ok {
+		v.Add(x.Evidence(c.Pos, "guard", "same IP: "+c.Text+" -> NAT rebinding, state kept"))
 	}
-	if pos, ok := x.lineWith(mvSSM, nat.Line, "inSubnet(oldIPAddr, 24)"); ok && pos.Line <= nat.EndLine {
-		v.add(x.ev(pos, "guard", "IPv4 addresses in the same /24 are also treated as NAT rebinding"))
-		v.note("Port-only exemption widened: maybeNATRebinding also keeps congestion and RTT state when an IPv4 peer moves within the same /24 (newIPAddr.inSubnet(oldIPAddr, 24)).")
-		v.count("nat_rebinding_ipv4_prefix_len", 24)
+	if pos, ok := x.LineWith(mvSSM, nat.Line, "inSubnet(oldIPAddr, 24)"); ok && pos.Line <= nat.EndLine {
+		v.Add(x.Evidence(pos, "guard", "IPv4 addresses in the same /24 are also treated as NAT rebinding"))
+		v.Note("Port-only exemption widened: maybeNATRebinding also keeps congestion and RTT state when an IPv4 peer moves within the same /24 (newIPAddr.inSubnet(oldIPAddr, 24)).")
+		v.Count("nat_rebinding_ipv4_prefix_len", 24)
 	}
-	if val, pos, ok := x.braceDefault(mvTS, "disableMigration"); ok {
-		v.add(x.ev(pos, "setting", "disableMigration{"+val+"}"))
+	if val, pos, ok := x.BraceDefault(mvTS, "disableMigration"); ok {
+		v.Add(x.Evidence(pos, "setting", "disableMigration{"+val+"}"))
 		if val == "true" {
-			v.note("Disabled by default: TransportSettings.disableMigration{true} makes the server drop (or close on) packets from a new peer address.")
-			v.count("disabled_by_default", 1)
+			v.Note("Disabled by default: TransportSettings.disableMigration{true} makes the server drop (or close on) packets from a new peer address.")
+			v.Count("disabled_by_default", 1)
 		}
 	}
-	if c, ok := x.lineWith(mvSSM, 1, "conn.transportSettings.disableMigration;"); ok {
-		v.add(x.ev(c, "guard", "migrationDenied when disableMigration"))
+	if c, ok := x.LineWith(mvSSM, 1, "conn.transportSettings.disableMigration;"); ok {
+		v.Add(x.Evidence(c, "guard", "migrationDenied when disableMigration"))
 	}
-	if okC && okN && okR && okRS {
-		v.Answer = audit.ResetKeepsRTT
-		v.Mechanism = "onConnectionMigration caches the old controller and RTT, installs a new controller, and keeps the connection-wide RTT estimate unless the new path's validation RTT sample is already known (then srtt = lrtt = mrtt = sample)"
-	} else {
-		v.Answer = audit.Unknown
-		v.Mechanism = "onConnectionMigration shape not recognised"
-	}
-	return v, true
+	v.AnswerIf(okC && okN && okR && okRS, audit.ResetKeepsRTT,
+		"onConnectionMigration caches the old controller and RTT, installs a new controller, and keeps the connection-wide RTT estimate unless the new path's validation RTT sample is already known (then srtt = lrtt = mrtt = sample)",
+		"onConnectionMigration shape not recognised")
+	return v
 }
 
-func mvMigrating(x *n9) (n9Verdict, bool) {
-	v := n9Verdict{}
-	mc, _, ok1 := x.fnIn(mvClient, "migrateConnection", "QuicClientTransportLite")
-	ns, _, ok2 := x.fnIn(mvClient, "onNetworkSwitch", "QuicClientTransportLite")
-	if !ok1 || !ok2 {
-		return v, false
+var mvMigratingNeeds = []query.Anchor{query.FuncIn(mvClient, "migrateConnection", "QuicClientTransportLite"), query.FuncIn(mvClient, "onNetworkSwitch", "QuicClientTransportLite")}
+
+func mvMigrating(x *query.Code) query.Verdict {
+	v := query.Verdict{}
+	d := x.Defs(mvMigratingNeeds...)
+	mc, ns := d[0], d[1]
+	v.Add(x.Evidence(mc.Pos, "definition", "QuicClientTransportLite::migrateConnection"))
+	if pos, ok := x.LineWith(mvClH, 1, "bool resetCongestionControllerAndRtt = "); ok {
+		v.Add(x.Evidence(pos, "setting", "default argument"))
 	}
-	v.add(x.ev(mc.Pos, "definition", "QuicClientTransportLite::migrateConnection"))
-	if pos, ok := x.lineWith(mvClH, 1, "bool resetCongestionControllerAndRtt = "); ok {
-		v.add(x.ev(pos, "setting", "default argument"))
-	}
-	probe, okP := x.callIn(ns, "startPathProbe")
-	mig, okM := x.callIn(ns, "migrateConnection")
+	probe, okP := x.CallIn(ns, "startPathProbe")
+	mig, okM := x.CallIn(ns, "migrateConnection")
 	if okP && okM {
-		v.add(x.ev(probe.Pos, "call", "onNetworkSwitch starts a path probe"), x.ev(mig.Pos, "call", "and migrates at once, before the probe's PATH_RESPONSE: "+mig.Text))
+		v.Add(x.Evidence(probe.Pos, "call", "onNetworkSwitch starts a path probe"), x.Evidence(mig.Pos, "call", "and migrates at once, before the probe's PATH_RESPONSE: "+mig.Text))
 	}
-	v.count("migrateConnection_call_sites", len(x.calls("migrateConnection")))
-	newCC, okN := x.assignIn(mc, "congestionController", "makeCongestionController")
-	seed, okS := x.assignIn(mc, "srtt", "rttSample")
+	v.Count("migrateConnection_call_sites", len(x.Calls("migrateConnection")))
+	newCC, okN := x.AssignIn(mc, "congestionController", "makeCongestionController")
+	seed, okS := x.AssignIn(mc, "srtt", "rttSample")
 	if okN {
-		v.add(x.ev(newCC.Pos, "assignment", "new controller ("+n9GuardText(newCC.Guards)+")"))
+		v.Add(x.Evidence(newCC.Pos, "assignment", "new controller ("+query.GuardText(newCC.Guards)+")"))
 	}
 	if okS {
-		v.add(x.ev(seed.Pos, "assignment", "srtt = probe RTT only "+n9GuardText(seed.Guards)))
+		v.Add(x.Evidence(seed.Pos, "assignment", "srtt = probe RTT only "+query.GuardText(seed.Guards)))
 	}
-	for _, c := range x.commentsIn(mvClient, mc.Line, mc.EndLine, "RTT as-is") {
-		v.add(x.ev(c.Pos, "comment", n9OneLine(c.Context)))
+	for _, c := range x.CommentsIn(mvClient, mc.Line, mc.EndLine, "RTT as-is") {
+		v.Add(x.Evidence(c.Pos, "comment", query.OneLine(c.Context)))
 	}
-	if c, ok := x.cond(x.optFn(mvClient, "startPathProbe", "QuicClientTransportLite"), "peerSupportsActiveConnectionMigration"); ok {
-		v.add(x.ev(c.Pos, "guard", "requires a peer that allows active migration: "+c.Text))
+	if c, ok := x.CondIn(x.Opt(query.FuncIn(mvClient, "startPathProbe", "QuicClientTransportLite")), "peerSupportsActiveConnectionMigration"); ok {
+		v.Add(x.Evidence(c.Pos, "guard", "requires a peer that allows active migration: "+c.Text))
 	}
-	if okN && okS && okM {
-		v.Answer = audit.ResetKeepsRTT
-		v.Mechanism = "migrateConnection installs a new controller but keeps the RTT estimate unless the probe's RTT sample exists — and onNetworkSwitch migrates immediately after starting the probe, before any sample"
-	} else {
-		v.Answer = audit.Unknown
-		v.Mechanism = "migrateConnection shape not recognised"
-	}
-	return v, true
+	v.AnswerIf(okN && okS && okM, audit.ResetKeepsRTT,
+		"migrateConnection installs a new controller but keeps the RTT estimate unless the probe's RTT sample exists — and onNetworkSwitch migrates immediately after starting the probe, before any sample",
+		"migrateConnection shape not recognised")
+	return v
 }
 
-func mvQ1(p *audit.Pass) ([]audit.Finding, error) {
-	x, err := n9OpenCpp(p, mvFiles...)
-	if err != nil {
-		return nil, err
-	}
-	o, ok1 := mvObserving(x)
-	m, ok2 := mvMigrating(x)
-	if !ok1 || !ok2 {
-		return x.absent(audit.Q1), nil
-	}
-	fm, fo := x.finding(audit.Q1, n9Migrating, m), x.finding(audit.Q1, n9Observing, o)
-	out := []audit.Finding{fm, fo, x.combined(audit.Q1, fm, fo)}
-	for _, h := range []struct{ name, file, owner, what string }{
-		{"cacheCurrentCongestionAndRttState", mvPM, "QuicPathManager", "moves the controller and RTT into the old path's cache"},
-		{"maybeRestoreCongestionControlAndRttStateForCurrentPath", mvPM, "QuicPathManager", "restores a revisited path's cached state, else seeds RTT from the validation sample if known"},
-	} {
-		d := x.optFn(h.file, h.name, h.owner)
-		var defs []syntax.Def
-		if d.Line > 0 {
-			defs = append(defs, d)
+var mvQ1 = &query.Rule{
+	Name: "mvfst/q1", Question: audit.Q1, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
+	Doc:   "Server onConnectionMigration (NAT-rebinding heuristic, cache/restore, new controller, RTT kept or seeded) and client migrateConnection; disableMigration default.",
+	Needs: query.Join(mvObservingNeeds, mvMigratingNeeds),
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		o := mvObserving(x)
+		m := mvMigrating(x)
+		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
+		out := x.PerRole(audit.Q1, fm, fo)
+		for _, h := range []struct{ name, file, owner, what string }{
+			{"cacheCurrentCongestionAndRttState", mvPM, "QuicPathManager", "moves the controller and RTT into the old path's cache"},
+			{"maybeRestoreCongestionControlAndRttStateForCurrentPath", mvPM, "QuicPathManager", "restores a revisited path's cached state, else seeds RTT from the validation sample if known"},
+		} {
+			d := x.Opt(query.FuncIn(h.file, h.name, h.owner))
+			var defs []syntax.Def
+			if d.Line > 0 {
+				defs = append(defs, d)
+			}
+			out = append(out, x.Hook(h.owner+"::"+h.name, h.what, defs, query.Filter(x.Calls(h.name), func(c syntax.Call) bool { return c.Func != h.name })))
 		}
-		out = append(out, x.hook(h.owner+"::"+h.name, h.what, defs, n9Filter(x.calls(h.name), func(c syntax.Call) bool { return c.Func != h.name })))
-	}
-	return out, nil
+		return out, nil
+	},
 }
 
-func mvQ2(p *audit.Pass) ([]audit.Finding, error) {
-	x, err := n9OpenCpp(p, mvFiles...)
-	if err != nil {
-		return nil, err
-	}
-	upr, _, ok1 := x.fnIn(mvSFF, "updateSimpleFrameOnPacketReceived", "")
-	opr, _, ok2 := x.fnIn(mvPM, "onPathResponseReceived", "QuicPathManager")
-	if !ok1 || !ok2 {
-		return x.absent(audit.Q2), nil
-	}
-	v := n9Verdict{}
-	meas, okM := x.assignIn(opr, "rttSample", "pathValidationTime")
-	use, okU := x.callIn(upr, "updateRtt", "rttSample")
-	if okM {
-		v.add(x.ev(meas.Pos, "assignment", "rttSample = "+meas.RHS+" (PATH_CHALLENGE send to PATH_RESPONSE)"))
-	}
-	if okU {
-		v.add(x.ev(use.Pos, "call", use.Text+" ("+n9GuardText(use.Guards)+")"))
-	}
-	var seeds []audit.Evidence
-	for _, d := range []syntax.Def{x.optFn(mvPM, "maybeRestoreCongestionControlAndRttStateForCurrentPath", "QuicPathManager"), x.optFn(mvClient, "migrateConnection", "QuicClientTransportLite")} {
-		if a, ok := x.assignIn(d, "srtt", "rttSample"); ok {
-			seeds = append(seeds, x.ev(a.Pos, "assignment", "seeds srtt from the validation sample when it is known at the switch"))
+var mvQ2 = &query.Rule{
+	Name: "mvfst/q2", Question: audit.Q2, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
+	Doc:   "Is the PATH_RESPONSE round trip (rttSample) used for the new path's RTT?",
+	Needs: []query.Anchor{query.FuncIn(mvSFF, "updateSimpleFrameOnPacketReceived", ""), query.FuncIn(mvPM, "onPathResponseReceived", "QuicPathManager")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		n := x.Needed()
+		upr, opr := n[0], n[1]
+		v := query.Verdict{}
+		meas, okM := x.AssignIn(opr, "rttSample", "pathValidationTime")
+		use, okU := x.CallIn(upr, "updateRtt", "rttSample")
+		if okM {
+			v.Add(x.Evidence(meas.Pos, "assignment", "rttSample = "+meas.RHS+" (PATH_CHALLENGE send to PATH_RESPONSE)"))
 		}
-	}
-	v.add(seeds...)
-	if okM && okU {
-		v.Answer = audit.Yes
-		v.Mechanism = "the PATH_CHALLENGE→PATH_RESPONSE delay (rttSample) is fed to updateRtt when the current path is validated, and seeds srtt/lrtt/mrtt if known when switching"
-		v.note("It is fed as an RTT sample into the carried-over estimator (srtt = 7/8 old + 1/8 sample, mrtt = min(old, sample)), which RFC 9002 §6.2.2 advises against (\"SHOULD NOT be considered an RTT sample\").")
-	} else {
-		v.Answer = audit.No
-		v.Mechanism = "the validation round trip is not used for RTT"
-	}
-	return []audit.Finding{x.finding(audit.Q2, n9Both, v)}, nil
-}
-
-func mvQ3(p *audit.Pass) ([]audit.Finding, error) {
-	x, err := n9OpenCpp(p, mvFiles...)
-	if err != nil {
-		return nil, err
-	}
-	ack, _, ok1 := x.fnIn(mvAck, "updateRttForLargestAckedPacket", "")
-	if !ok1 {
-		x.missing = x.missing[:len(x.missing)-1]
-		ack = syntax.Def{}
-		for _, c := range x.file(mvAck).Calls("updateRtt") {
-			if d, ok := x.file(mvAck).FuncAt(c.Line); ok {
-				ack = d
-				break
+		if okU {
+			v.Add(x.Evidence(use.Pos, "call", use.Text+" ("+query.GuardText(use.Guards)+")"))
+		}
+		var seeds []audit.Evidence
+		for _, d := range []syntax.Def{x.Opt(query.FuncIn(mvPM, "maybeRestoreCongestionControlAndRttStateForCurrentPath", "QuicPathManager")), x.Opt(query.FuncIn(mvClient, "migrateConnection", "QuicClientTransportLite"))} {
+			if a, ok := x.AssignIn(d, "srtt", "rttSample"); ok {
+				seeds = append(seeds, x.Evidence(a.Pos, "assignment", "seeds srtt from the validation sample when it is known at the switch"))
 			}
 		}
-		if ack.Line == 0 {
-			x.missing = append(x.missing, "updateRtt call in AckHandlers.cpp")
-			return x.absent(audit.Q3), nil
+		v.Add(seeds...)
+		if okM && okU {
+			v.Answer = audit.Yes
+			v.Mechanism = "the PATH_CHALLENGE→PATH_RESPONSE delay (rttSample) is fed to updateRtt when the current path is validated, and seeds srtt/lrtt/mrtt if known when switching"
+			v.Note("It is fed as an RTT sample into the carried-over estimator (srtt = 7/8 old + 1/8 sample, mrtt = min(old, sample)), which RFC 9002 §6.2.2 advises against (\"SHOULD NOT be considered an RTT sample\").")
+		} else {
+			v.Answer = audit.No
+			v.Mechanism = "the validation round trip is not used for RTT"
 		}
-	}
-	af := x.file(mvAck)
-	pathUses := 0
-	for _, m := range af.Mentions("pathId") {
-		if m.Kind != syntax.MentionComment && m.Kind != syntax.MentionString {
-			pathUses++
-		}
-	}
-	var as []n9Aspect
-	if c, ok := x.callIn(ack, "updateRtt"); ok {
-		as = append(as, n9Aspect{"rtt", audit.No, "updateRtt from any newly acked packet; AckHandlers.cpp never reads the packet's pathId", []audit.Evidence{x.ev(c.Pos, "call", n9GuardText(c.Guards))}})
-	}
-	why := "AckHandlers.cpp reads no pathId: acks and losses of old-path packets reach the new controller"
-	var ev []audit.Evidence
-	if pos, ok := x.lineWith("quic/state/OutstandingPacket.h", 1, "PathIdType pathId{"); ok {
-		ev = append(ev, x.ev(pos, "definition", "OutstandingPacket metadata records pathId"))
-	}
-	if pos, ok := x.lineWith("quic/loss/QuicLossFunctions.cpp", 1, "pkt.metadata.pathId"); ok {
-		ev = append(ev, x.ev(pos, "reference", "its only reader: simple-frame loss handling (path challenges), not congestion control"))
-	}
-	as = append(as, n9Aspect{"growth", audit.No, why, ev}, n9Aspect{"loss", audit.No, why, ev}, n9Aspect{"inflight", audit.No, "inflight bytes are connection-wide (lossState.inflightBytes), not per path", ev})
-	f, aux := x.q3(n9Both, "no path attribution: OutstandingPacket.metadata.pathId is recorded but ACK and loss processing ignore it", as)
-	f.Counts["pathId_uses_in_ack_handlers"] = pathUses
-	return append([]audit.Finding{f}, aux...), nil
+		return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
+	},
 }
 
-func mvConstants(p *audit.Pass) ([]audit.Finding, error) {
-	x, err := n9OpenCpp(p, mvFiles...)
-	if err != nil {
-		return nil, err
-	}
-	cub, _, ok1 := x.fnIn(mvCubic, "Cubic", "Cubic")
-	loss, _, ok2 := x.fnIn(mvCubic, "cubicReduction", "Cubic")
-	if !ok1 || !ok2 {
-		return x.absent(audit.ConstInitialWindow), nil
-	}
-	cc, ccPos, okCC := x.braceDefault(mvTS, "defaultCongestionController")
-	if !okCC {
-		if pos, ok := x.lineWith(mvTS, 1, "CongestionControlType::Cubic};"); ok {
-			cc, ccPos, okCC = "CongestionControlType::Cubic", pos, true
+var mvQ3 = &query.Rule{
+	Name: "mvfst/q3", Question: audit.Q3, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
+	Doc: "Are ACKs / losses of old-path packets attributed by OutstandingPacket pathId?",
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		ack, ok := x.Lookup(query.FuncIn(mvAck, "updateRttForLargestAckedPacket", ""))
+		if !ok {
+			for _, c := range x.File(mvAck).Calls("updateRtt") {
+				if d, ok := x.File(mvAck).FuncAt(c.Line); ok {
+					ack = d
+					break
+				}
+			}
+			if ack.Line == 0 {
+				x.Missing("updateRtt call in AckHandlers.cpp")
+				return x.Absence()
+			}
 		}
-	}
-	icw, icwPos, ok3 := x.braceDefault(mvTS, "initCwndInMss")
-	mcw, mcwPos, ok4 := x.braceDefault(mvTS, "minCwndInMss")
-	mxc, _, ok5 := x.braceDefault(mvTS, "maxCwndInMss")
-	rtt, rttPos, ok6 := x.braceDefault(mvTS, "initialRtt")
-	pl, plPos, ok7 := x.braceDefault("quic/state/StateData.h", "udpSendPacketLen")
-	if !ok3 || !ok4 || !ok5 || !ok6 || !ok7 {
-		return x.absent(audit.ConstInitialWindow), nil
-	}
-	initArg := 0.0
-	argPos, okArg := x.lineWith("quic/congestion_control/QuicCubic.h", 1, "uint64_t initCwndBytes = ")
-	if okArg {
-		b, _ := p.Src.ReadFile("quic/congestion_control/QuicCubic.h")
-		l := strings.Split(string(b), "\n")[argPos.Line-1]
-		v := strings.TrimSuffix(strings.TrimSpace(l[strings.Index(l, "=")+1:]), ",")
-		if initArg, err = x.resolver(nil).eval(v); err != nil {
-			return nil, err
+		af := x.File(mvAck)
+		pathUses := 0
+		for _, m := range af.Mentions("pathId") {
+			if m.Kind != syntax.MentionComment && m.Kind != syntax.MentionString {
+				pathUses++
+			}
 		}
-	}
-	r := x.resolver(nil)
-	s, err := r.eval(pl)
-	if err != nil {
-		return nil, err
-	}
-	ni, _ := x.resolver(nil).eval(icw)
-	nm, _ := x.resolver(nil).eval(mcw)
-	nx, _ := x.resolver(nil).eval(mxc)
-	par := map[string]n9Param{"udpSendPacketLen": {"S", s}, "initCwndInMss": {"initcwnd_packets", ni}, "minCwndInMss": {"mincwnd_packets", nm},
-		"maxCwndInMss": {"maxcwnd_packets", nx}, "initCwndBytes": {"init_cwnd_bytes_arg", initArg}}
-	settings := []audit.Evidence{x.ev(icwPos, "setting", "initCwndInMss{"+icw+"}"), x.ev(plPos, "setting", "udpSendPacketLen{"+pl+"}")}
-	for _, d := range r.defs {
-		settings = append(settings, x.ev(d.Pos, "definition", d.Name))
-	}
-	if okCC {
-		settings = append(settings, x.ev(ccPos, "setting", "default controller "+cc))
-	}
-	if okArg {
-		settings = append(settings, x.ev(argPos, "setting", "the factories call Cubic(conn): initCwndBytes keeps this default"))
-	}
-	a, ok := x.assignIn(cub, "cwndBytes_", "initCwndInMss")
-	if !ok {
-		x.missing = append(x.missing, "cwndBytes_ in Cubic::Cubic")
-		return x.absent(audit.ConstInitialWindow), nil
-	}
-	var out []audit.Finding
-	f, err := x.resolver(par).constant(audit.ConstInitialWindow, a.RHS, a.Pos, "Cubic::Cubic cwndBytes_", "S = conn.udpSendPacketLen default (min of the v4 and v6 defaults)", false)
-	if err != nil {
-		return nil, err
-	}
-	f.Evidence = n9Dedupe(append(f.Evidence, settings...))
-	out = append(out, f)
-	b, ok := x.assignIn(loss, "cwndBytes_", "reductionFactor")
-	if !ok {
-		x.missing = append(x.missing, "cwndBytes_ in Cubic::cubicReduction")
-		return append(out, x.absent(audit.ConstMinWindow)...), nil
-	}
-	// boundedCwnd(cwnd * reductionFactor, packetLen, maxCwndInMss, minCwndInMss) = max(min(cwnd, max*len), min*len)
-	f, err = x.resolver(par).constant(audit.ConstMinWindow, "minCwndInMss * udpSendPacketLen", b.Pos, "boundedCwnd floor minCwndInMss * udpSendPacketLen", "the floor boundedCwnd applies after a loss", false)
-	if err != nil {
-		return nil, err
-	}
-	f.Evidence = append(f.Evidence, x.ev(mcwPos, "setting", "minCwndInMss{"+mcw+"}"))
-	if d := x.optFn("quic/congestion_control/CongestionControlFunctions.cpp", "boundedCwnd", ""); d.Line > 0 {
-		f.Evidence = append(f.Evidence, x.ev(d.Pos, "definition", "boundedCwnd"))
-	}
-	out = append(out, f)
-	if d, ok := x.def("kDefaultCubicReductionFactor"); ok {
-		f, err = x.resolver(nil).constant(audit.ConstLossFactor, d.Value, d.Pos, "kDefaultCubicReductionFactor", "cwndBytes_ * steadyState_.reductionFactor on loss", false)
+		var as []query.Aspect
+		if c, ok := x.CallIn(ack, "updateRtt"); ok {
+			as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "updateRtt from any newly acked packet; AckHandlers.cpp never reads the packet's pathId", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", query.GuardText(c.Guards))}})
+		}
+		why := "AckHandlers.cpp reads no pathId: acks and losses of old-path packets reach the new controller"
+		var ev []audit.Evidence
+		if pos, ok := x.LineWith("quic/state/OutstandingPacket.h", 1, "PathIdType pathId{"); ok {
+			ev = append(ev, x.Evidence(pos, "definition", "OutstandingPacket metadata records pathId"))
+		}
+		if pos, ok := x.LineWith("quic/loss/QuicLossFunctions.cpp", 1, "pkt.metadata.pathId"); ok {
+			ev = append(ev, x.Evidence(pos, "reference", "its only reader: simple-frame loss handling (path challenges), not congestion control"))
+		}
+		as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: why, Ev: ev}, query.Aspect{Name: "loss", Answer: audit.No, Why: why, Ev: ev}, query.Aspect{Name: "inflight", Answer: audit.No, Why: "inflight bytes are connection-wide (lossState.inflightBytes), not per path", Ev: ev})
+		f, aux := x.Q3(query.Both, "no path attribution: OutstandingPacket.metadata.pathId is recorded but ACK and loss processing ignore it", as)
+		f.Counts["pathId_uses_in_ack_handlers"] = pathUses
+		return append([]audit.Finding{f}, aux...), nil
+	},
+}
+
+var mvConstants = &query.Rule{
+	Name: "mvfst/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
+	Doc:   "Cubic (default) initial window, minimum window, reduction factor; kDefaultInitialRtt.",
+	Needs: []query.Anchor{query.FuncIn(mvCubic, "Cubic", "Cubic"), query.FuncIn(mvCubic, "cubicReduction", "Cubic")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		n := x.Needed()
+		cub, loss := n[0], n[1]
+		cc, ccPos, okCC := x.BraceDefault(mvTS, "defaultCongestionController")
+		if !okCC {
+			if pos, ok := x.LineWith(mvTS, 1, "CongestionControlType::Cubic};"); ok {
+				cc, ccPos, okCC = "CongestionControlType::Cubic", pos, true
+			}
+		}
+		icw, icwPos, ok3 := x.BraceDefault(mvTS, "initCwndInMss")
+		mcw, mcwPos, ok4 := x.BraceDefault(mvTS, "minCwndInMss")
+		mxc, _, ok5 := x.BraceDefault(mvTS, "maxCwndInMss")
+		rtt, rttPos, ok6 := x.BraceDefault(mvTS, "initialRtt")
+		pl, plPos, ok7 := x.BraceDefault("quic/state/StateData.h", "udpSendPacketLen")
+		if !ok3 || !ok4 || !ok5 || !ok6 || !ok7 {
+			return x.Absence()
+		}
+		initArg := 0.0
+		argPos, okArg := x.LineWith("quic/congestion_control/QuicCubic.h", 1, "uint64_t initCwndBytes = ")
+		if okArg {
+			b, _ := x.Src.ReadFile("quic/congestion_control/QuicCubic.h")
+			l := strings.Split(string(b), "\n")[argPos.Line-1]
+			v := strings.TrimSuffix(strings.TrimSpace(l[strings.Index(l, "=")+1:]), ",")
+			var err error
+			if initArg, err = x.Resolver(nil).Eval(v); err != nil {
+				return nil, err
+			}
+		}
+		r := x.Resolver(nil)
+		s, err := r.Eval(pl)
 		if err != nil {
 			return nil, err
 		}
-		f.Evidence = append(f.Evidence, x.ev(b.Pos, "assignment", b.LHS+" = "+n9OneLine(b.RHS)))
+		ni, _ := x.Resolver(nil).Eval(icw)
+		nm, _ := x.Resolver(nil).Eval(mcw)
+		nx, _ := x.Resolver(nil).Eval(mxc)
+		par := map[string]query.Param{"udpSendPacketLen": {Name: "S", Default: s}, "initCwndInMss": {Name: "initcwnd_packets", Default: ni}, "minCwndInMss": {Name: "mincwnd_packets", Default: nm},
+			"maxCwndInMss": {Name: "maxcwnd_packets", Default: nx}, "initCwndBytes": {Name: "init_cwnd_bytes_arg", Default: initArg}}
+		settings := []audit.Evidence{x.Evidence(icwPos, "setting", "initCwndInMss{"+icw+"}"), x.Evidence(plPos, "setting", "udpSendPacketLen{"+pl+"}")}
+		for _, d := range r.Defs() {
+			settings = append(settings, x.Evidence(d.Pos, "definition", d.Name))
+		}
+		if okCC {
+			settings = append(settings, x.Evidence(ccPos, "setting", "default controller "+cc))
+		}
+		if okArg {
+			settings = append(settings, x.Evidence(argPos, "setting", "the factories call Cubic(conn): initCwndBytes keeps this default"))
+		}
+		a, ok := x.AssignIn(cub, "cwndBytes_", "initCwndInMss")
+		if !ok {
+			x.Missing("cwndBytes_ in Cubic::Cubic")
+			return x.Absence()
+		}
+		var out []audit.Finding
+		f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, a.RHS, a.Pos, "Cubic::Cubic cwndBytes_", "S = conn.udpSendPacketLen default (min of the v4 and v6 defaults)", false)
+		if err != nil {
+			return nil, err
+		}
+		f.Evidence = query.Dedupe(append(f.Evidence, settings...))
 		out = append(out, f)
-	}
-	f, err = x.resolver(nil).constant(audit.ConstDefaultRTT, rtt, rttPos, "TransportSettings initialRtt (µs)", "kDefaultInitialRtt", false)
-	if err != nil {
-		return nil, err
-	}
-	return append(out, f), nil
+		b, ok := x.AssignIn(loss, "cwndBytes_", "reductionFactor")
+		if !ok {
+			return append(out, x.AbsentFor(audit.ConstMinWindow, "cwndBytes_ in Cubic::cubicReduction")), nil
+		}
+		// boundedCwnd(cwnd * reductionFactor, packetLen, maxCwndInMss, minCwndInMss) = max(min(cwnd, max*len), min*len)
+		f, err = x.Resolver(par).Constant(audit.ConstMinWindow, "minCwndInMss * udpSendPacketLen", b.Pos, "boundedCwnd floor minCwndInMss * udpSendPacketLen", "the floor boundedCwnd applies after a loss", false)
+		if err != nil {
+			return nil, err
+		}
+		f.Evidence = append(f.Evidence, x.Evidence(mcwPos, "setting", "minCwndInMss{"+mcw+"}"))
+		if d := x.Opt(query.FuncIn("quic/congestion_control/CongestionControlFunctions.cpp", "boundedCwnd", "")); d.Line > 0 {
+			f.Evidence = append(f.Evidence, x.Evidence(d.Pos, "definition", "boundedCwnd"))
+		}
+		out = append(out, f)
+		if d, ok := x.Const("kDefaultCubicReductionFactor"); ok {
+			f, err = x.Resolver(nil).Constant(audit.ConstLossFactor, d.Value, d.Pos, "kDefaultCubicReductionFactor", "cwndBytes_ * steadyState_.reductionFactor on loss", false)
+			if err != nil {
+				return nil, err
+			}
+			f.Evidence = append(f.Evidence, x.Evidence(b.Pos, "assignment", b.LHS+" = "+query.OneLine(b.RHS)))
+			out = append(out, f)
+		}
+		f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, rtt, rttPos, "TransportSettings initialRtt (µs)", "kDefaultInitialRtt", false)
+		if err != nil {
+			return nil, err
+		}
+		return append(out, f), nil
+	},
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/audit/query"
 	"github.com/migaudit/migaudit/audit/syntax"
 )
 
@@ -13,7 +14,7 @@ import (
 // ends; old-path packets excluded by a packet-number watermark.
 
 func init() {
-	audit.Register("ngtcp2", ngtcp2Reset, ngtcp2Q3, ngtcp2Q2, ngtcp2Constants)
+	query.Register("ngtcp2", ngtcp2Reset, ngtcp2Q3, ngtcp2Q2, ngtcp2Constants)
 }
 
 const (
@@ -21,9 +22,7 @@ const (
 	ngtcp2StatCC  = "conn_reset_conn_stat_cc"
 )
 
-func ngtcp2Files(p *audit.Pass) (audit.Set, error) {
-	return files(p, "lib/*.c", "lib/*.h", "lib/includes/ngtcp2/ngtcp2.h")
-}
+var ngtcp2Files = []string{"lib/*.c", "lib/*.h", "lib/includes/ngtcp2/ngtcp2.h"}
 
 // ngtcp2Role reads the endpoint from the asserts of the enclosing function.
 func ngtcp2Role(f *syntax.File, fn string) string {
@@ -51,43 +50,36 @@ func ngtcp2Kind(fn string) string {
 	return "other"
 }
 
-var ngtcp2Reset = &audit.Rule{
-	Name:     "ngtcp2/reset-congestion-state",
-	Question: audit.Q1,
+var ngtcp2Reset = &query.Rule{
+	Name: "ngtcp2/reset-congestion-state", Question: audit.Q1, Role: query.Both, Files: ngtcp2Files,
 	Doc: "Counts call sites of conn_reset_congestion_state, classifies each by its enclosing function (migration, " +
 		"fallback after failed validation, other) and endpoint (asserts on conn->server), and lists what " +
 		"conn_reset_conn_stat_cc assigns (RTT estimator and window).",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := ngtcp2Files(p)
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := funcDef(set, ngtcp2ResetFn); !ok {
-			return []audit.Finding{p.Absent("function " + ngtcp2ResetFn)}, nil
-		}
-		calls := set.Calls(ngtcp2ResetFn)
-		f := p.Finding(audit.Yes, "")
+	Needs: []query.Anchor{query.Func(ngtcp2ResetFn)},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		calls := x.Calls(ngtcp2ResetFn)
+		f := x.Finding(audit.Yes, "")
 		kinds := map[string]int{}
 		roles := map[string]bool{}
 		for _, c := range calls {
 			k := ngtcp2Kind(c.Func)
-			role := ngtcp2Role(fileOf(set, c.Pos), c.Func)
+			role := ngtcp2Role(x.FileOf(c.Pos), c.Func)
 			kinds[k]++
 			if k == "migration" {
 				roles[role] = true
 			}
-			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", fmt.Sprintf("%s, %s, in %s", k, role, c.Func)))
+			f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "call", fmt.Sprintf("%s, %s, in %s", k, role, c.Func)))
 		}
 		// What the reset assigns.
 		var assigned []string
 		rttvarHalf := false
 		cwndInit := false
-		if d, ok := funcDef(set, ngtcp2StatCC); ok {
-			for _, a := range fileOf(set, d.Pos).Assigns(d.Name) {
+		if d, ok := x.Lookup(query.Func(ngtcp2StatCC)); ok {
+			for _, a := range x.FileOf(d.Pos).Assigns(d.Name) {
 				assigned = append(assigned, a.Target)
 				switch a.Target {
 				case "latest_rtt", "min_rtt", "smoothed_rtt", "rttvar", "cwnd", "bytes_in_flight", "first_rtt_sample_ts":
-					f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS))
+					f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS))
 				}
 				if a.Target == "rttvar" && strings.Contains(strings.ReplaceAll(a.RHS, " ", ""), "initial_rtt/2") {
 					rttvarHalf = true
@@ -123,12 +115,12 @@ var ngtcp2Reset = &audit.Rule{
 		}
 		f.Role = "both"
 		if !(roles["client"] && (roles["server"] || roles["either"])) {
-			f.Role = strings.Join(sortedKeys(roles), "+")
+			f.Role = strings.Join(query.SortedKeys(roles), "+")
 		}
 		switch {
 		case kinds["migration"] > 0 && rttFields == 4 && cwndInit:
 			f.Mechanism = fmt.Sprintf("%s (%d migration-related, endpoints: %s); resets latest/min/smoothed RTT and rttvar (= initial/2: %v) and recomputes cwnd with ngtcp2_cc_compute_initcwnd",
-				plural(len(calls), "call site"), kinds["migration"], strings.Join(sortedKeys(roles), ", "), rttvarHalf)
+				query.Plural(len(calls), "call site"), kinds["migration"], strings.Join(query.SortedKeys(roles), ", "), rttvarHalf)
 		case len(calls) == 0:
 			f.Answer = audit.No
 			f.Mechanism = "reset function never called"
@@ -140,76 +132,46 @@ var ngtcp2Reset = &audit.Rule{
 	},
 }
 
-var ngtcp2Q3 = &audit.Rule{
-	Name:     "ngtcp2/q3-watermark",
-	Question: audit.Q3,
+var ngtcp2Q3 = &query.Rule{
+	Name: "ngtcp2/q3-watermark", Question: audit.Q3, Role: query.Both, Files: ngtcp2Files,
 	Doc: "ngtcp2_rtb_reset_cc_state sets cc_pkt_num to the next packet number (called from the reset); the if-guards " +
 		"in ngtcp2_rtb.c comparing a packet number with cc_pkt_num keep pre-migration packets out of congestion accounting. " +
 		"The rule also asks whether the RTT sample (ngtcp2_conn_update_rtt) sits behind the same watermark: if not, Q3 is SPLIT.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := ngtcp2Files(p)
-		if err != nil {
-			return nil, err
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		rtb := x.File("lib/ngtcp2_rtb.c")
+		if rtb == nil || len(x.Set.Defs("cc_pkt_num")) == 0 {
+			return []audit.Finding{x.Absent("cc_pkt_num watermark (lib/ngtcp2_rtb.c)")}, nil
 		}
-		rtb := set.File("lib/ngtcp2_rtb.c")
-		if rtb == nil || len(set.Defs("cc_pkt_num")) == 0 {
-			return []audit.Finding{p.Absent("cc_pkt_num watermark (lib/ngtcp2_rtb.c)")}, nil
-		}
-		f := p.Finding(audit.Yes, "")
-		f.Role = "both"
-		for _, d := range set.Defs("cc_pkt_num") {
+		f := x.Answer(query.Both, audit.Yes)
+		for _, d := range x.Set.Defs("cc_pkt_num") {
 			if d.Kind == syntax.DefField {
 				note := "field"
-				for _, c := range fileOf(set, d.Pos).Comments("cc_pkt_num") {
+				for _, c := range x.FileOf(d.Pos).Comments("cc_pkt_num") {
 					if c.Line < d.Line && c.Line >= d.Line-4 {
 						note = strings.Join(strings.Fields(strings.Trim(c.Context, "/* ")), " ")
 					}
 				}
-				f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "definition", note))
+				f.Evidence = append(f.Evidence, x.Evidence(d.Pos, "definition", note))
 			}
 		}
-		setters := inFunc(set.Calls("ngtcp2_rtb_reset_cc_state"), ngtcp2ResetFn)
+		setters := query.InFunc(x.Calls("ngtcp2_rtb_reset_cc_state"), ngtcp2ResetFn)
 		for _, c := range setters {
 			arg := ""
 			if len(c.Args) > 1 {
 				arg = c.Args[1].Text
 			}
-			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", "watermark = "+arg))
+			f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "call", "watermark = "+arg))
 		}
-		guards := map[int]syntax.Guard{}
-		collect := func(gs []syntax.Guard) {
-			for _, g := range gs {
-				if g.Kind == "if" && strings.Contains(g.Cond, "cc_pkt_num") {
-					guards[g.Line] = g
-				}
-			}
-		}
-		for _, c := range rtb.AllCalls() {
-			collect(c.Guards)
-		}
-		for _, a := range rtb.Assigns("") {
-			collect(a.Guards)
-		}
-		for _, e := range rtb.Exits("") {
-			if strings.Contains(e.Cond, "cc_pkt_num") {
-				guards[e.Line] = syntax.Guard{Pos: e.Pos, Kind: "if", Cond: e.Cond}
-			}
-		}
+		guards := query.IfsNaming(rtb, "cc_pkt_num")
 		asserts := 0
 		for _, c := range rtb.Calls("assert") {
 			if len(c.Args) > 0 && strings.Contains(c.Args[0].Text, "cc_pkt_num") {
 				asserts++
 			}
 		}
-		lines := make([]int, 0, len(guards))
-		for l := range guards {
-			lines = append(lines, l)
-		}
-		sortInts(lines)
-		for _, l := range lines {
-			g := guards[l]
-			fn, _ := rtb.FuncAt(l)
-			f.Evidence = append(f.Evidence, p.Evidence(g.Pos, "guard", g.Cond+" in "+fn.Name))
+		for _, g := range guards {
+			fn, _ := rtb.FuncAt(g.Line)
+			f.Evidence = append(f.Evidence, x.Evidence(g.Pos, "guard", g.Cond+" in "+fn.Name))
 		}
 		f.Counts["watermark_resets"] = len(setters)
 		f.Counts["guards"] = len(guards)
@@ -217,30 +179,19 @@ var ngtcp2Q3 = &audit.Rule{
 		// The RTT half of Q3: is the RTT sample taken from an acknowledged
 		// packet also kept behind the watermark? A guard must enclose the
 		// call to ngtcp2_conn_update_rtt itself.
-		var rttGuarded, rttUnguarded []syntax.Call
-		for _, c := range rtb.Calls("ngtcp2_conn_update_rtt") {
-			guarded := false
-			for _, g := range c.Guards {
-				if strings.Contains(g.Cond, "cc_pkt_num") {
-					guarded = true
-				}
-			}
-			if guarded {
-				rttGuarded = append(rttGuarded, c)
-			} else {
-				rttUnguarded = append(rttUnguarded, c)
-			}
-		}
+		updates := rtb.Calls("ngtcp2_conn_update_rtt")
+		rttGuarded := query.Filter(updates, func(c syntax.Call) bool { return query.GuardedBy(c.Guards, "cc_pkt_num") })
+		rttUnguarded := query.Filter(updates, func(c syntax.Call) bool { return !query.GuardedBy(c.Guards, "cc_pkt_num") })
 		for _, c := range rttUnguarded {
 			conds := make([]string, 0, len(c.Guards))
 			for _, g := range c.Guards {
 				conds = append(conds, g.Cond)
 			}
-			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call",
+			f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "call",
 				"RTT sample from the largest acknowledged packet in "+c.Func+", guarded only by "+strings.Join(conds, " && ")+": no cc_pkt_num watermark"))
 		}
 		for _, c := range rttGuarded {
-			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", "RTT sample behind the cc_pkt_num watermark"))
+			f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "call", "RTT sample behind the cc_pkt_num watermark"))
 		}
 		f.Counts["rtt_updates_guarded"] = len(rttGuarded)
 		f.Counts["rtt_updates_unguarded"] = len(rttUnguarded)
@@ -249,10 +200,10 @@ var ngtcp2Q3 = &audit.Rule{
 			f.Answer = audit.Split
 			f.Mechanism = fmt.Sprintf("packet-number watermark for congestion only: the reset sets cc_pkt_num to the next packet number and %s in ngtcp2_rtb.c exclude older packets from congestion accounting, "+
 				"but the RTT sample (ngtcp2_conn_update_rtt, %s) is taken from the largest acknowledged packet without the watermark, so an ACK of an old-path packet seeds the just-reset RTT estimator",
-				plural(len(guards), "guard"), plural(len(rttUnguarded), "unguarded call"))
+				query.Plural(len(guards), "guard"), query.Plural(len(rttUnguarded), "unguarded call"))
 		case len(setters) > 0 && len(guards) > 0:
 			f.Mechanism = fmt.Sprintf("packet-number watermark: the reset sets cc_pkt_num to the next packet number; %s in ngtcp2_rtb.c exclude older packets from congestion accounting and RTT sampling",
-				plural(len(guards), "guard"))
+				query.Plural(len(guards), "guard"))
 		default:
 			f.Answer = audit.Unknown
 			f.Mechanism = fmt.Sprintf("watermark resets %d, guards %d", len(setters), len(guards))
@@ -261,20 +212,13 @@ var ngtcp2Q3 = &audit.Rule{
 	},
 }
 
-var ngtcp2Q2 = &audit.Rule{
-	Name:     "ngtcp2/q2-initial-rtt",
-	Question: audit.Q2,
-	Doc:      "conn_recv_path_response validates and promotes the path without touching the RTT estimator; the reset seeds smoothed_rtt from settings.initial_rtt.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := ngtcp2Files(p)
-		if err != nil {
-			return nil, err
-		}
-		h, ok := funcDef(set, "conn_recv_path_response")
-		if !ok {
-			return []audit.Finding{p.Absent("function conn_recv_path_response")}, nil
-		}
-		hf := fileOf(set, h.Pos)
+var ngtcp2Q2 = &query.Rule{
+	Name: "ngtcp2/q2-initial-rtt", Question: audit.Q2, Role: query.Both, Files: ngtcp2Files,
+	Doc:   "conn_recv_path_response validates and promotes the path without touching the RTT estimator; the reset seeds smoothed_rtt from settings.initial_rtt.",
+	Needs: []query.Anchor{query.Func("conn_recv_path_response")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		h := x.Needed()[0]
+		hf := x.FileOf(h.Pos)
 		rtt := 0
 		for _, c := range hf.CallsIn(h.Name) {
 			if strings.Contains(strings.ToLower(c.Name), "rtt") {
@@ -286,13 +230,12 @@ var ngtcp2Q2 = &audit.Rule{
 				rtt++
 			}
 		}
-		f := p.Finding(audit.No, "")
-		f.Role = "both"
-		f.Evidence = append(f.Evidence, p.Evidence(h.Pos, "definition", "PATH_RESPONSE handler"))
-		if d, ok := funcDef(set, ngtcp2StatCC); ok {
-			for _, a := range fileOf(set, d.Pos).Assigns(d.Name) {
+		f := x.Answer(query.Both, audit.No)
+		f.Evidence = append(f.Evidence, x.Evidence(h.Pos, "definition", "PATH_RESPONSE handler"))
+		if d, ok := x.Lookup(query.Func(ngtcp2StatCC)); ok {
+			for _, a := range x.FileOf(d.Pos).Assigns(d.Name) {
 				if a.Target == "smoothed_rtt" {
-					f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "seed: "+a.RHS))
+					f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", "seed: "+a.RHS))
 				}
 			}
 		}
@@ -307,113 +250,87 @@ var ngtcp2Q2 = &audit.Rule{
 	},
 }
 
-var ngtcp2Constants = &audit.Rule{
-	Name:     "ngtcp2/constants",
-	Question: audit.ConstInitialWindow,
+var ngtcp2Constants = &query.Rule{
+	Name: "ngtcp2/constants", Question: audit.ConstInitialWindow, Role: "", Files: ngtcp2Files,
 	Doc: "ngtcp2_cc_compute_initcwnd's body turned into a formula of the payload size S, S's default as the reset " +
 		"computes it, the CUBIC ssthresh factor and the 2 × S floor, NGTCP2_DEFAULT_INITIAL_RTT.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := ngtcp2Files(p)
+	Needs: []query.Anchor{query.Func("ngtcp2_cc_compute_initcwnd")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		fn := x.Needed()[0]
+		var out query.Findings
+		expr, err := initcwndFormula(x.FileOf(fn.Pos), fn)
 		if err != nil {
-			return nil, err
-		}
-		var out []audit.Finding
-		fn, ok := funcDef(set, "ngtcp2_cc_compute_initcwnd")
-		if !ok {
-			return []audit.Finding{p.Absent("ngtcp2_cc_compute_initcwnd")}, nil
-		}
-		expr, err := initcwndFormula(fileOf(set, fn.Pos), fn)
-		if err != nil {
-			f := p.Absent("a formula in ngtcp2_cc_compute_initcwnd")
+			f := x.Absent("a formula in ngtcp2_cc_compute_initcwnd")
 			f.Detail += ": " + err.Error()
 			return []audit.Finding{f}, nil
 		}
 		// S as the reset computes it.
 		S, sNote, sPos := 0.0, "", fn.Pos
-		if d, ok := funcDef(set, ngtcp2StatCC); ok {
-			for _, a := range fileOf(set, d.Pos).Assigns(d.Name) {
+		if d, ok := x.Lookup(query.Func(ngtcp2StatCC)); ok {
+			for _, a := range x.FileOf(d.Pos).Assigns(d.Name) {
 				if a.Target != "cwnd" {
 					continue
 				}
 				switch {
 				case strings.Contains(a.RHS, "settings.max_tx_udp_payload_size"):
-					for _, fl := range set {
-						for _, s := range fl.Assigns("") {
-							if s.LHS == "settings->max_tx_udp_payload_size" {
-								if v, err := p.Constant(audit.ConstInitialWindow, strings.ReplaceAll(s.RHS, " ", ""), nil, "", "", s.Pos); err == nil {
-									S, sNote, sPos = v.Constant.Value, "settings default max_tx_udp_payload_size = "+s.RHS, s.Pos
-								}
+					for _, s := range x.Assigns("") {
+						if s.LHS == "settings->max_tx_udp_payload_size" {
+							if v, err := x.Constant(audit.ConstInitialWindow, strings.ReplaceAll(s.RHS, " ", ""), nil, "", "", s.Pos); err == nil {
+								S, sNote, sPos = v.Constant.Value, "settings default max_tx_udp_payload_size = "+s.RHS, s.Pos
 							}
 						}
 					}
 				default:
 					// per-path: dcid.current.max_udp_payload_size, initialised from NGTCP2_MAX_UDP_PAYLOAD_SIZE
-					for _, fl := range set {
-						for _, s := range fl.Assigns("") {
-							if s.LHS == "dcid->max_udp_payload_size" && strings.HasPrefix(s.RHS, "NGTCP2_") {
-								if v, _, ok := expandMacro(set, s.RHS); ok {
-									if n, ok := numeric(v); ok {
-										S, sNote, sPos = n, "path's max_udp_payload_size before PMTUD = "+s.RHS+" = "+v, s.Pos
-									}
+					for _, s := range x.Assigns("") {
+						if s.LHS == "dcid->max_udp_payload_size" && strings.HasPrefix(s.RHS, "NGTCP2_") {
+							if v, _, ok := x.ExpandMacro(s.RHS); ok {
+								if n, ok := query.Numeric(v); ok {
+									S, sNote, sPos = n, "path's max_udp_payload_size before PMTUD = "+s.RHS+" = "+v, s.Pos
 								}
 							}
 						}
 					}
 				}
-				f, err := p.Constant(audit.ConstInitialWindow, expr, map[string]float64{"S": S}, "ngtcp2_cc_compute_initcwnd(max_tx_udp_payload_size)",
-					"cwnd = "+a.RHS+"; S: "+sNote, fn.Pos, p.Evidence(a.Pos, "assignment", "reset recomputes the window"), p.Evidence(sPos, "constant", "S default"))
+				f, err := x.Constant(audit.ConstInitialWindow, expr, map[string]float64{"S": S}, "ngtcp2_cc_compute_initcwnd(max_tx_udp_payload_size)",
+					"cwnd = "+a.RHS+"; S: "+sNote, fn.Pos, x.Evidence(a.Pos, "assignment", "reset recomputes the window"), x.Evidence(sPos, "constant", "S default"))
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, f)
+				out.Append(f)
 				break
 			}
 		}
 		if S == 0 {
-			return append(out, p.Absent("the payload size the reset uses")), nil
+			out.Append(x.Absent("the payload size the reset uses"))
+			return out.Result()
 		}
 		// CUBIC (the default cc_algo) loss response: ssthresh = cwnd * 7 / 10,
 		// floored at 2 * S in the same function.
 		cubic := regexp.MustCompile(`^cstat->cwnd\*(\d+)/(\d+)$`)
 		lossFn := ""
-		for _, fl := range set {
-			for _, a := range fl.Assigns("") {
-				if lossFn != "" || a.LHS != "cstat->ssthresh" {
-					continue
-				}
-				if m := cubic.FindStringSubmatch(strings.ReplaceAll(a.RHS, " ", "")); m != nil {
-					f, err := p.Constant(audit.ConstLossFactor, m[1]+"/"+m[2], nil, "CUBIC ssthresh = cwnd * "+m[1]+" / "+m[2], "in "+a.Func+" (default cc_algo CUBIC)", a.Pos)
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, f)
-					lossFn = a.Func
-				}
+		for _, a := range x.Assigns("") {
+			if lossFn != "" || a.LHS != "cstat->ssthresh" {
+				continue
+			}
+			if m := cubic.FindStringSubmatch(strings.ReplaceAll(a.RHS, " ", "")); m != nil {
+				out.Add(x.Constant(audit.ConstLossFactor, m[1]+"/"+m[2], nil, "CUBIC ssthresh = cwnd * "+m[1]+" / "+m[2], "in "+a.Func+" (default cc_algo CUBIC)", a.Pos))
+				lossFn = a.Func
 			}
 		}
 		floorDone := false
-		for _, fl := range set {
-			for _, a := range fl.Assigns(lossFn) {
-				r := strings.ReplaceAll(a.RHS, " ", "")
-				if !floorDone && (a.LHS == "cstat->ssthresh" || a.LHS == "min_cwnd") && strings.Contains(r, "2*cstat->max_tx_udp_payload_size") {
-					f, err := p.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": S}, "2 x max_tx_udp_payload_size", a.LHS+" = "+a.RHS+" in "+a.Func, a.Pos)
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, f)
-					floorDone = true
-				}
+		for _, a := range x.Assigns(lossFn) {
+			r := strings.ReplaceAll(a.RHS, " ", "")
+			if !floorDone && (a.LHS == "cstat->ssthresh" || a.LHS == "min_cwnd") && strings.Contains(r, "2*cstat->max_tx_udp_payload_size") {
+				out.Add(x.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": S}, "2 x max_tx_udp_payload_size", a.LHS+" = "+a.RHS+" in "+a.Func, a.Pos))
+				floorDone = true
 			}
 		}
-		if r, d, ok := expandMacro(set, "NGTCP2_DEFAULT_INITIAL_RTT"); ok {
+		if r, d, ok := x.ExpandMacro("NGTCP2_DEFAULT_INITIAL_RTT"); ok {
 			// ngtcp2 durations are nanoseconds
-			f, err := p.Constant(audit.ConstDefaultRTT, "("+r+")/1000", nil, "NGTCP2_DEFAULT_INITIAL_RTT (ns) in µs", "NGTCP2_DEFAULT_INITIAL_RTT = "+d.Value, d.Pos)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
+			out.Add(x.Constant(audit.ConstDefaultRTT, "("+r+")/1000", nil, "NGTCP2_DEFAULT_INITIAL_RTT (ns) in µs", "NGTCP2_DEFAULT_INITIAL_RTT = "+d.Value, d.Pos))
 		}
-		return out, nil
+		return out.Result()
 	},
 }
 
@@ -454,12 +371,4 @@ func initcwndFormula(f *syntax.File, fn syntax.Def) (string, error) {
 func replaceIdent(s, name, with string) string {
 	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
 	return re.ReplaceAllLiteralString(s, with)
-}
-
-func sortInts(a []int) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
 }

@@ -6,14 +6,17 @@ import (
 	"strings"
 
 	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/audit/query"
 	"github.com/migaudit/migaudit/audit/syntax"
+	"github.com/migaudit/migaudit/data"
 )
 
 // picoquic: congestion state lives in the path object, migration attaches a
 // new tuple to the same path, and the reset notification is never sent.
 
+var picoFiles = []string{"picoquic/*.[ch]"}
+
 const (
-	picoSrc          = "picoquic/*.[ch]"
 	picoNotifyEnum   = "picoquic_congestion_notification_t"
 	picoResetValue   = "picoquic_congestion_notification_reset"
 	picoAlgType      = "picoquic_congestion_algorithm_t"
@@ -24,104 +27,63 @@ const (
 )
 
 func init() {
-	audit.Register("picoquic", picoResetDispatch, picoPathValidation, picoQ2, picoQ3, picoConstants)
+	query.Register("picoquic", picoResetDispatch, picoPathValidation, picoQ2, picoQ3, picoConstants)
 }
 
-var picoResetDispatch = &audit.Rule{
-	Name:     "picoquic/reset-notification",
-	Question: audit.Q1,
+var picoResetDispatch = &query.Rule{
+	Name: "picoquic/reset-notification", Question: audit.Q1, Role: query.Both, Files: picoFiles,
 	Doc: "Counts the congestion algorithms (picoquic_congestion_algorithm_t initialisers) whose notify " +
 		"callback handles picoquic_congestion_notification_reset, and every dispatch through the " +
 		"alg_notify callback by notification value: a handled but never dispatched reset is a dead hook.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := files(p, picoSrc)
-		if err != nil {
-			return nil, err
-		}
-		var values []syntax.Def
-		for _, f := range set {
-			values = append(values, f.Enumerators(picoNotifyEnum)...)
-		}
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		values := x.Enumerators(picoNotifyEnum)
 		if len(values) == 0 {
-			return []audit.Finding{p.Absent("enum " + picoNotifyEnum)}, nil
+			return []audit.Finding{x.Absent("enum " + picoNotifyEnum)}, nil
 		}
-		isValue := map[string]bool{}
 		var resetDef *syntax.Def
 		for i, v := range values {
-			isValue[v.Name] = true
 			if v.Name == picoResetValue {
 				resetDef = &values[i]
 			}
 		}
 		if resetDef == nil {
-			return []audit.Finding{p.Absent(picoResetValue)}, nil
+			return []audit.Finding{x.Absent(picoResetValue)}, nil
 		}
-
 		// Dispatches: every call through the notify callback, by the
-		// enumerators its notification argument names (a ternary names two).
-		notifyIdx := fieldIndex(set, picoAlgStruct, picoNotifyField)
-		dispatch := map[string]int{}
-		var sites []syntax.Call
-		for _, c := range set.Calls(picoNotifyField) {
-			if c.Callee == picoNotifyField {
-				continue // a function of that name, not the callback field
-			}
-			sites = append(sites, c)
-			if len(c.Args) < 3 {
-				continue
-			}
-			for _, id := range c.Args[2].Idents {
-				if isValue[id] {
-					dispatch[id]++
-				}
-			}
-		}
+		// enumerators its notification argument names.
+		disp := x.Dispatches(picoNotifyField, 2, values)
+		dispatch, sites := disp.Count, disp.Sites
 
 		// Algorithms: initialisers of picoquic_congestion_algorithm_t and their notify function.
-		algs := algorithmNotifiers(set, notifyIdx)
+		algs := x.Initialisers(picoAlgType, picoAlgStruct, picoNotifyField)
 		direct := map[string]syntax.Mention{}
-		for _, m := range set.Mentions(picoResetValue) {
+		for _, m := range x.Set.Mentions(picoResetValue) {
 			if m.Kind == syntax.MentionCaseLabel {
 				direct[m.Func] = m
 			}
 		}
-		f := p.Finding(audit.No, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.No)
 		handlers, viaForward := 0, 0
 		var notes []string
 		for _, a := range algs {
-			if m, ok := direct[a.notify]; ok {
+			if m, ok := direct[a.Value]; ok {
 				handlers++
-				f.Evidence = append(f.Evidence, p.Evidence(m.Pos, "handler", a.name+" via "+a.notify))
+				f.Evidence = append(f.Evidence, x.Evidence(m.Pos, "handler", a.Var+" via "+a.Value))
 				continue
 			}
 			// One level of forwarding: the notify function passes its
 			// notification on to a function that handles the reset.
 			fwd := ""
-			for _, fl := range set {
-				for _, c := range fl.CallsIn(a.notify) {
-					if _, ok := direct[c.Name]; ok {
-						for _, arg := range c.Args {
-							if arg.Text == "notification" {
-								fwd = c.Name
-							}
-						}
-						if fwd != "" {
-							f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "handler", fmt.Sprintf("%s via %s, forwarding to %s", a.name, a.notify, fwd)))
-							break
-						}
-					}
-				}
-				if fwd != "" {
-					break
-				}
+			if c, ok := x.Forward(a.Value, "notification", func(n string) bool { _, ok := direct[n]; return ok }); ok {
+				fwd = c.Name
+				f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "handler", fmt.Sprintf("%s via %s, forwarding to %s", a.Var, a.Value, fwd)))
 			}
 			if fwd != "" {
 				handlers++
 				viaForward++
-				notes = append(notes, fmt.Sprintf("%s forwards to %s", a.notify, fwd))
+				notes = append(notes, fmt.Sprintf("%s forwards to %s", a.Value, fwd))
 			} else {
-				notes = append(notes, a.name+" does not handle it")
+				notes = append(notes, a.Var+" does not handle it")
 			}
 		}
 		var dispatched []string
@@ -144,17 +106,13 @@ var picoResetDispatch = &audit.Rule{
 		for _, v := range values {
 			f.Counts["dispatched:"+strings.TrimPrefix(v.Name, "picoquic_congestion_notification_")] = dispatch[v.Name]
 		}
-		f.Evidence = append([]audit.Evidence{p.Evidence(resetDef.Pos, "definition", "enumerator of "+picoNotifyEnum)}, f.Evidence...)
-		for _, c := range sites {
+		f.Evidence = append([]audit.Evidence{x.Evidence(resetDef.Pos, "definition", "enumerator of "+picoNotifyEnum)}, f.Evidence...)
+		for i, c := range sites {
 			var named []string
-			if len(c.Args) > 2 {
-				for _, id := range c.Args[2].Idents {
-					if isValue[id] {
-						named = append(named, strings.TrimPrefix(id, "picoquic_congestion_notification_"))
-					}
-				}
+			for _, id := range disp.Named[i] {
+				named = append(named, strings.TrimPrefix(id, "picoquic_congestion_notification_"))
 			}
-			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "dispatch", "notifies "+strings.Join(named, "|")+" in "+c.Func))
+			f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "dispatch", "notifies "+strings.Join(named, "|")+" in "+c.Func))
 		}
 		sort.Strings(notes)
 		if dispatch[picoResetValue] == 0 {
@@ -172,84 +130,14 @@ var picoResetDispatch = &audit.Rule{
 	},
 }
 
-type algorithm struct{ name, notify string }
-
-// fieldIndex is the position of field in struct (for positional initialisers).
-func fieldIndex(set audit.Set, strct, field string) int {
-	i := 0
-	for _, f := range set {
-		for _, d := range f.AllDefs() {
-			if d.Kind == syntax.DefField && d.Owner == strct {
-				if d.Name == field {
-					return i
-				}
-				i++
-			}
-		}
-		if i > 0 {
-			break
-		}
-	}
-	return -1
-}
-
-// algorithmNotifiers finds `picoquic_congestion_algorithm_t X = {...}` and the
-// function in its notify slot (positional or designated).
-func algorithmNotifiers(set audit.Set, notifyIdx int) []algorithm {
-	var out []algorithm
-	for _, f := range set {
-		if f.Tree == nil {
-			continue
-		}
-		for _, decl := range f.Tree.Find("declaration") {
-			if strings.TrimSpace(f.Text(decl.Child("type"))) != picoAlgType {
-				continue
-			}
-			for _, d := range decl.Children {
-				// a plain `T name = {...}`, not an array of pointers to algorithms
-				if d.Kind != "init_declarator" || d.Child("declarator") == nil || d.Child("declarator").Kind != "identifier" {
-					continue
-				}
-				val := d.Child("value")
-				if val == nil || val.Kind != "initializer_list" {
-					continue
-				}
-				name := f.Text(d.Child("declarator"))
-				idx := 0
-				for _, el := range val.Children {
-					if !el.Named || el.Kind == "comment" {
-						continue
-					}
-					if el.Kind == "initializer_pair" {
-						if strings.Contains(f.Text(el.Child("designator")), picoNotifyField) {
-							out = append(out, algorithm{name, strings.TrimSpace(f.Text(el.Child("value")))})
-						}
-					} else if idx == notifyIdx {
-						out = append(out, algorithm{name, strings.TrimSpace(f.Text(el))})
-					}
-					idx++
-				}
-			}
-		}
-	}
-	return out
-}
-
-var picoPathValidation = &audit.Rule{
-	Name:     "picoquic/path-validation",
-	Question: audit.Q1,
+var picoPathValidation = &query.Rule{
+	Name: "picoquic/path-validation", Question: audit.Q1, Role: "", Files: picoFiles,
 	Doc: "Lists what the PATH_RESPONSE handler calls and assigns: RTT and MTU updates, no congestion " +
 		"control; and where the window is re-initialised to PICOQUIC_CWIN_INITIAL (setup and new-path creation only).",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := files(p, picoSrc)
-		if err != nil {
-			return nil, err
-		}
-		fn, ok := funcDef(set, picoPathResponse)
-		if !ok {
-			return []audit.Finding{p.Absent("function " + picoPathResponse)}, nil
-		}
-		file := fileOf(set, fn.Pos)
+	Needs: []query.Anchor{query.Func(picoPathResponse)},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		fn := x.Needed()[0]
+		file := x.FileOf(fn.Pos)
 		calls := file.CallsIn(fn.Name)
 		assigns := file.Assigns(fn.Name)
 		var rtt, cc []syntax.Call
@@ -270,28 +158,23 @@ var picoPathValidation = &audit.Rule{
 			}
 		}
 		// Where is the window set to the initial value at all?
-		var reinit []syntax.Assign
-		for _, f := range set {
-			for _, a := range f.Assigns("") {
-				if a.Target == "cwin" && strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL") {
-					reinit = append(reinit, a)
-				}
-			}
-		}
-		f := p.Finding(audit.No, "")
+		reinit := query.Filter(x.Assigns(""), func(a syntax.Assign) bool {
+			return a.Target == "cwin" && strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL")
+		})
+		f := x.Finding(audit.No, "")
 		f.Role = "" // supporting the combined answer of picoquic/reset-notification
 		f.Counts["calls_in_handler"] = len(calls)
 		f.Counts["rtt_calls"] = len(rtt)
 		f.Counts["cc_calls"] = len(cc)
 		f.Counts["cc_assignments"] = len(ccAssign)
 		f.Counts["cwin_initial_assignments"] = len(reinit)
-		f.Evidence = append(f.Evidence, p.Evidence(fn.Pos, "definition", "PATH_RESPONSE handler"))
-		f.Evidence = append(f.Evidence, callEvidence(p, rtt, "call")...)
-		f.Evidence = append(f.Evidence, callEvidence(p, cc, "call")...)
+		f.Evidence = append(f.Evidence, x.Evidence(fn.Pos, "definition", "PATH_RESPONSE handler"))
+		f.Evidence = append(f.Evidence, x.CallEvidence(rtt, "call", "")...)
+		f.Evidence = append(f.Evidence, x.CallEvidence(cc, "call", "")...)
 		var where []string
 		seen := map[string]bool{}
 		for _, a := range reinit {
-			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "cwin re-initialised in "+a.Func))
+			f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", "cwin re-initialised in "+a.Func))
 			if !seen[a.Func] {
 				seen[a.Func] = true
 				where = append(where, a.Func)
@@ -313,45 +196,26 @@ var picoPathValidation = &audit.Rule{
 	},
 }
 
-var picoQ2 = &audit.Rule{
-	Name:     "picoquic/q2-challenge-rtt",
-	Question: audit.Q2,
+var picoQ2 = &query.Rule{
+	Name: "picoquic/q2-challenge-rtt", Question: audit.Q2, Role: query.Both, Files: picoFiles,
 	Doc: "Finds the PATH_RESPONSE handler's RTT update, its epoch argument, and the guard in " +
 		"picoquic_update_path_rtt: with epoch < 0 the update runs only when !rtt_is_initialized, which is " +
 		"never cleared on a path that already has a sample (INERT).",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := files(p, picoSrc)
-		if err != nil {
-			return nil, err
-		}
-		handler, ok := funcDef(set, picoPathResponse)
-		if !ok {
-			return []audit.Finding{p.Absent("function " + picoPathResponse)}, nil
-		}
-		upd, ok := funcDef(set, picoUpdateRTT)
-		if !ok {
-			return []audit.Finding{p.Absent("function " + picoUpdateRTT)}, nil
-		}
-		calls := inFunc(set.Calls(picoUpdateRTT), handler.Name)
+	Needs: []query.Anchor{query.Func(picoPathResponse), query.Func(picoUpdateRTT)},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		n := x.Needed()
+		handler, upd := n[0], n[1]
+		calls := query.InFunc(x.Calls(picoUpdateRTT), handler.Name)
 		if len(calls) == 0 {
-			f := p.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
-			f.Evidence = append(f.Evidence, p.Evidence(handler.Pos, "definition", ""))
+			f := x.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
+			f.Evidence = append(f.Evidence, x.Evidence(handler.Pos, "definition", ""))
 			return []audit.Finding{f}, nil
 		}
 		call := calls[0]
-		epochIdx := -1
-		for i, prm := range upd.Params {
-			if prm == "epoch" {
-				epochIdx = i
-			}
-		}
-		epochArg := ""
-		if epochIdx >= 0 && epochIdx < len(call.Args) {
-			epochArg = call.Args[epochIdx].Text
-		}
+		epochArg := query.ArgFor(call, upd, "epoch")
 		// The guard on the update's body that names rtt_is_initialized.
 		var guard *syntax.Guard
-		uf := fileOf(set, upd.Pos)
+		uf := x.FileOf(upd.Pos)
 		for _, a := range uf.Assigns(upd.Name) {
 			for i := len(a.Guards) - 1; i >= 0; i-- {
 				if strings.Contains(a.Guards[i].Cond, "rtt_is_initialized") && a.Guards[i].Kind == "if" {
@@ -365,31 +229,28 @@ var picoQ2 = &audit.Rule{
 			}
 		}
 		var setTo1, setTo0 []syntax.Assign
-		for _, f := range set {
-			for _, a := range f.Assigns("") {
-				if a.Target == "rtt_is_initialized" {
-					if strings.TrimSpace(a.RHS) == "0" {
-						setTo0 = append(setTo0, a)
-					} else {
-						setTo1 = append(setTo1, a)
-					}
+		for _, a := range x.Assigns("") {
+			if a.Target == "rtt_is_initialized" {
+				if strings.TrimSpace(a.RHS) == "0" {
+					setTo0 = append(setTo0, a)
+				} else {
+					setTo1 = append(setTo1, a)
 				}
 			}
 		}
-		f := p.Finding(audit.Inert, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.Inert)
 		f.Counts["challenge_rtt_calls"] = len(calls)
 		f.Counts["rtt_is_initialized_set"] = len(setTo1)
 		f.Counts["rtt_is_initialized_cleared"] = len(setTo0)
-		f.Evidence = append(f.Evidence, p.Evidence(call.Pos, "call", "RTT sample from the challenge, epoch "+epochArg))
+		f.Evidence = append(f.Evidence, x.Evidence(call.Pos, "call", "RTT sample from the challenge, epoch "+epochArg))
 		if guard != nil {
-			f.Evidence = append(f.Evidence, p.Evidence(guard.Pos, "guard", guard.Cond))
+			f.Evidence = append(f.Evidence, x.Evidence(guard.Pos, "guard", guard.Cond))
 		}
 		for _, a := range setTo1 {
-			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS+" in "+a.Func))
+			f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS+" in "+a.Func))
 		}
 		for _, a := range setTo0 {
-			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", a.LHS+" = 0 in "+a.Func))
+			f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", a.LHS+" = 0 in "+a.Func))
 		}
 		negEpoch := strings.HasPrefix(strings.TrimSpace(epochArg), "-")
 		switch {
@@ -407,50 +268,37 @@ var picoQ2 = &audit.Rule{
 	},
 }
 
-var picoQ3 = &audit.Rule{
-	Name:     "picoquic/q3-attribution",
-	Question: audit.Q3,
+var picoQ3 = &query.Rule{
+	Name: "picoquic/q3-attribution", Question: audit.Q3, Role: query.Both, Files: picoFiles,
 	Doc: "Migration promotes a tuple inside the same path object; ACK-derived RTT samples and " +
 		"congestion notifications are keyed by path, so nothing separates old-tuple packets from new.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := files(p, picoSrc)
-		if err != nil {
-			return nil, err
-		}
-		handler, ok := funcDef(set, picoPathResponse)
-		if !ok {
-			return []audit.Finding{p.Absent("function " + picoPathResponse)}, nil
-		}
-		hf := fileOf(set, handler.Pos)
-		var promote []syntax.Assign
-		for _, a := range hf.Assigns(handler.Name) {
-			if a.Target == "first_tuple" {
-				promote = append(promote, a)
-			}
-		}
-		created := inFunc(set.Calls("picoquic_create_path"), handler.Name)
+	Needs: []query.Anchor{query.Func(picoPathResponse)},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		handler := x.Needed()[0]
+		hf := x.FileOf(handler.Pos)
+		promote := query.Filter(hf.Assigns(handler.Name), func(a syntax.Assign) bool { return a.Target == "first_tuple" })
+		created := query.InFunc(x.Calls("picoquic_create_path"), handler.Name)
 		// ACK-derived RTT samples (epoch >= 0; epoch -1 marks the handshake and
 		// challenge hints), and whether any is filtered by tuple.
 		var samples, tupleGuarded []syntax.Call
-		for _, c := range set.Calls(picoUpdateRTT) {
+		for _, c := range x.Calls(picoUpdateRTT) {
 			if c.Func == handler.Name || len(c.Args) < 3 || strings.HasPrefix(strings.TrimSpace(c.Args[2].Text), "-") {
 				continue
 			}
 			samples = append(samples, c)
-			if strings.Contains(guardText(c.Guards), "tuple") {
+			if strings.Contains(query.GuardText(c.Guards), "tuple") {
 				tupleGuarded = append(tupleGuarded, c)
 			}
 		}
-		f := p.Finding(audit.No, "")
-		f.Role = "both"
+		f := x.Answer(query.Both, audit.No)
 		f.Counts["tuple_promotions"] = len(promote)
 		f.Counts["paths_created_on_validation"] = len(created)
 		f.Counts["ack_rtt_sample_sites"] = len(samples)
 		f.Counts["tuple_filtered_samples"] = len(tupleGuarded)
 		for _, a := range promote {
-			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "new tuple promoted within the same path"))
+			f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", "new tuple promoted within the same path"))
 		}
-		f.Evidence = append(f.Evidence, callEvidence(p, samples, "call")...)
+		f.Evidence = append(f.Evidence, x.CallEvidence(samples, "call", "")...)
 		if len(promote) > 0 && len(created) == 0 && len(tupleGuarded) == 0 {
 			var keys []string
 			for _, c := range samples {
@@ -459,7 +307,7 @@ var picoQ3 = &audit.Rule{
 				}
 			}
 			f.Mechanism = fmt.Sprintf("migration reuses the path object (tuple promoted, no new path); %s keyed by path (%s), none filtered by tuple",
-				plural(len(samples), "ACK RTT sample site"), strings.Join(keys, ", "))
+				query.Plural(len(samples), "ACK RTT sample site"), strings.Join(keys, ", "))
 		} else {
 			f.Answer = audit.Unknown
 			f.Mechanism = fmt.Sprintf("tuple promotions %d, paths created %d, tuple-filtered samples %d", len(promote), len(created), len(tupleGuarded))
@@ -468,100 +316,73 @@ var picoQ3 = &audit.Rule{
 	},
 }
 
-var picoConstants = &audit.Rule{
-	Name:     "picoquic/constants",
-	Question: audit.ConstInitialWindow,
+var picoConstants = &query.Rule{
+	Name: "picoquic/constants", Question: audit.ConstInitialWindow, Role: "", Files: picoFiles,
 	Doc: "PICOQUIC_CWIN_INITIAL and PICOQUIC_CWIN_MINIMUM expanded from their macros; BBR's 2 × send_mtu floor; " +
 		"PICOQUIC_INITIAL_RTT; the loss factors the algorithms apply.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := files(p, picoSrc)
-		if err != nil {
-			return nil, err
-		}
-		var out []audit.Finding
-		add := func(f audit.Finding, err error) error {
-			if err != nil {
-				return err
-			}
-			out = append(out, f)
-			return nil
-		}
-		if expr, def, ok := expandMacro(set, "PICOQUIC_CWIN_INITIAL"); ok {
-			if err := add(p.Constant(audit.ConstInitialWindow, expr, nil, "by the constant (PICOQUIC_CWIN_INITIAL)", "PICOQUIC_CWIN_INITIAL = "+def.Value, def.Pos)); err != nil {
-				return nil, err
-			}
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		var out query.Findings
+		if expr, def, ok := x.ExpandMacro("PICOQUIC_CWIN_INITIAL"); ok {
+			out.Add(x.Constant(audit.ConstInitialWindow, expr, nil, "by the constant (PICOQUIC_CWIN_INITIAL)", "PICOQUIC_CWIN_INITIAL = "+def.Value, def.Pos))
 		} else {
-			out = append(out, p.Absent("macro PICOQUIC_CWIN_INITIAL"))
+			out.Append(x.Absent("macro PICOQUIC_CWIN_INITIAL"))
 		}
 		// An effective window of 10 × the negotiated send size: look for it.
-		var effective []syntax.Assign
-		for _, f := range set {
-			for _, a := range f.Assigns("") {
-				if a.Target == "cwin" && strings.Contains(a.RHS, "send_mtu") && (strings.Contains(a.RHS, "10") || strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL")) {
-					effective = append(effective, a)
-				}
-			}
-		}
+		effective := query.Filter(x.Assigns(""), func(a syntax.Assign) bool {
+			return a.Target == "cwin" && strings.Contains(a.RHS, "send_mtu") && (strings.Contains(a.RHS, "10") || strings.Contains(a.RHS, "PICOQUIC_CWIN_INITIAL"))
+		})
 		if len(effective) > 0 {
 			a := effective[0]
-			if err := add(p.Constant(audit.ConstInitialWindow, "10*S", map[string]float64{"S": 1424}, "effective (10 x send size)", "cwin = "+a.RHS+" in "+a.Func, a.Pos)); err != nil {
-				return nil, err
-			}
-		} else if prov := provisional(p, "effective"); prov != nil {
+			out.Add(x.Constant(audit.ConstInitialWindow, "10*S", map[string]float64{"S": 1424}, "effective (10 x send size)", "cwin = "+a.RHS+" in "+a.Func, a.Pos))
+		} else if prov := picoProvisional(x, "effective"); prov != nil {
 			// Not in source: carry the study's observed value, marked as such.
-			f := p.Finding(audit.Unknown, "no cwin = 10 × send_mtu assignment in source; the study's effective window is carried, not audited")
+			f := x.Finding(audit.Unknown, "no cwin = 10 × send_mtu assignment in source; the study's effective window is carried, not audited")
 			f.Question = audit.ConstInitialWindow
 			v, arith, err := prov.Eval(nil)
 			if err != nil {
 				return nil, err
 			}
 			f.Constant = &audit.ConstantFinding{Expr: prov.Expr, Params: prov.Params, Value: v, Arithmetic: arith, Label: prov.Label,
-				Provenance: "study §6.2, observed; no source expression at " + p.Commit[:12]}
-			out = append(out, f)
+				Provenance: "study §6.2, observed; no source expression at " + x.Commit[:12]}
+			out.Append(f)
 		}
 		// Floors: BBR's 2 × send_mtu (what a BBR loss cascade bottoms out at) and the macro.
-		var bbrFloor []syntax.Assign
-		for _, f := range set {
-			for _, a := range f.Assigns("") {
-				if a.Target == "cwin" && strings.ReplaceAll(a.RHS, " ", "") == "2*path_x->send_mtu" {
-					bbrFloor = append(bbrFloor, a)
-				}
-			}
-		}
+		bbrFloor := query.Filter(x.Assigns(""), func(a syntax.Assign) bool {
+			return a.Target == "cwin" && strings.ReplaceAll(a.RHS, " ", "") == "2*path_x->send_mtu"
+		})
 		if len(bbrFloor) > 0 {
 			a := bbrFloor[0]
-			if err := add(p.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": 1424}, "2 x send_mtu ("+a.Func+")", fmt.Sprintf("cwin = %s in %s (%s)", a.RHS, a.Func, plural(len(bbrFloor), "site")), a.Pos)); err != nil {
-				return nil, err
+			out.Add(x.Constant(audit.ConstMinWindow, "2*S", map[string]float64{"S": 1424}, "2 x send_mtu ("+a.Func+")", fmt.Sprintf("cwin = %s in %s (%s)", a.RHS, a.Func, query.Plural(len(bbrFloor), "site")), a.Pos))
+		}
+		if expr, def, ok := x.ExpandMacro("PICOQUIC_CWIN_MINIMUM"); ok {
+			if f := out.Add(x.Constant(audit.ConstMinWindow, expr, nil, "PICOQUIC_CWIN_MINIMUM", "PICOQUIC_CWIN_MINIMUM = "+def.Value+" (newreno, cubic, fastcc floors)", def.Pos)); f != nil {
+				f.Constant.Alternative = len(bbrFloor) > 0
 			}
 		}
-		if expr, def, ok := expandMacro(set, "PICOQUIC_CWIN_MINIMUM"); ok {
-			f, err := p.Constant(audit.ConstMinWindow, expr, nil, "PICOQUIC_CWIN_MINIMUM", "PICOQUIC_CWIN_MINIMUM = "+def.Value+" (newreno, cubic, fastcc floors)", def.Pos)
-			if err != nil {
-				return nil, err
-			}
-			f.Constant.Alternative = len(bbrFloor) > 0
-			out = append(out, f)
-		}
-		if expr, def, ok := expandMacro(set, "PICOQUIC_INITIAL_RTT"); ok {
-			if err := add(p.Constant(audit.ConstDefaultRTT, expr, nil, "PICOQUIC_INITIAL_RTT (µs)", "PICOQUIC_INITIAL_RTT = "+def.Value, def.Pos)); err != nil {
-				return nil, err
-			}
+		if expr, def, ok := x.ExpandMacro("PICOQUIC_INITIAL_RTT"); ok {
+			out.Add(x.Constant(audit.ConstDefaultRTT, expr, nil, "PICOQUIC_INITIAL_RTT (µs)", "PICOQUIC_INITIAL_RTT = "+def.Value, def.Pos))
 		}
 		// Loss factor: newreno halves ssthresh; reported for context only
 		// (the study's row has none: BBR applies no multiplicative decrease).
-		for _, f := range set {
-			for _, a := range f.Assigns("picoquic_newreno_sim_notify") {
-				if a.Target == "ssthresh" && strings.HasSuffix(strings.ReplaceAll(a.RHS, " ", ""), "cwin/2") {
-					c, err := p.Constant(audit.ConstLossFactor, "0.5", nil, "newreno ssthresh = cwin / 2", "newreno only; BBR has no multiplicative decrease", a.Pos)
-					if err != nil {
-						return nil, err
-					}
+		for _, a := range x.Assigns("picoquic_newreno_sim_notify") {
+			if a.Target == "ssthresh" && strings.HasSuffix(strings.ReplaceAll(a.RHS, " ", ""), "cwin/2") {
+				if c := out.Add(x.Constant(audit.ConstLossFactor, "0.5", nil, "newreno ssthresh = cwin / 2", "newreno only; BBR has no multiplicative decrease", a.Pos)); c != nil {
 					c.Constant.Alternative = true
-					out = append(out, c)
-					break
 				}
+				break
 			}
 		}
-		return out, nil
+		return out.Result()
 	},
+}
+
+// picoProvisional is the implementation's provisional (study) initial-window
+// formula whose label contains label, or nil.
+func picoProvisional(x *query.Code, label string) *data.Formula {
+	for i, f := range x.Impl.Constants.InitialWindows {
+		if strings.Contains(f.Label, label) {
+			return &x.Impl.Constants.InitialWindows[i]
+		}
+	}
+	return nil
 }

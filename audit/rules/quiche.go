@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/migaudit/migaudit/audit"
+	"github.com/migaudit/migaudit/audit/query"
 	"github.com/migaudit/migaudit/audit/syntax"
 )
 
@@ -12,57 +13,19 @@ import (
 // window. on_connection_migration is a hook nothing calls.
 
 func init() {
-	audit.Register("quiche", quicheDeadHook, quichePerPath, quicheQ2, quicheQ3, quicheConstants)
+	query.Register("quiche", quicheDeadHook, quichePerPath, quicheQ2, quicheQ3, quicheConstants)
 }
 
-const quicheSrc = "quiche/src/**/*.rs"
+var quicheFiles = []string{"quiche/src/**/*.rs", "src/**/*.rs"} // src/: layouts before the workspace split
 
-func quicheFiles(p *audit.Pass) (audit.Set, error) {
-	set, err := files(p, quicheSrc)
-	if err != nil {
-		return nil, err
-	}
-	if len(set) == 0 {
-		// layouts before the workspace split kept the crate at src/
-		return files(p, "src/**/*.rs")
-	}
-	return set, nil
-}
-
-// live drops calls in test-only code.
-func live(cs []syntax.Call) []syntax.Call {
-	var out []syntax.Call
-	for _, c := range cs {
-		if !c.Test {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func liveDefs(ds []syntax.Def) []syntax.Def {
-	var out []syntax.Def
-	for _, d := range ds {
-		if !d.Test {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-var quicheDeadHook = &audit.Rule{
-	Name:     "quiche/on-connection-migration",
-	Question: audit.Q1,
+var quicheDeadHook = &query.Rule{
+	Name: "quiche/on-connection-migration", Question: audit.Q1, Role: "", Files: quicheFiles,
 	Doc: "Counts implementations (with bodies), declarations and real call sites of on_connection_migration; " +
 		"a declared, implemented, never-called hook is INERT.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := quicheFiles(p)
-		if err != nil {
-			return nil, err
-		}
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		const hook = "on_connection_migration"
 		var impls, decls []syntax.Def
-		for _, d := range liveDefs(set.Defs(hook)) {
+		for _, d := range query.LiveDefs(x.Set.Defs(hook)) {
 			switch d.Kind {
 			case syntax.DefFunction:
 				impls = append(impls, d)
@@ -71,98 +34,71 @@ var quicheDeadHook = &audit.Rule{
 			}
 		}
 		if len(impls)+len(decls) == 0 {
-			return []audit.Finding{p.Absent("fn " + hook)}, nil
+			return []audit.Finding{x.Absent("fn " + hook)}, nil
 		}
-		calls := live(set.Calls(hook))
+		calls := query.Live(x.Calls(hook))
 		empty := 0
-		f := p.Finding(audit.Inert, "")
+		f := x.Finding(audit.Inert, "")
 		f.Role = "" // a hook finding; the combined Q1 answer is quiche/per-path-recovery
 		for _, d := range decls {
 			note := "trait declaration"
-			for _, c := range fileOf(set, d.Pos).Comments("migrat") {
+			for _, c := range x.FileOf(d.Pos).Comments("migrat") {
 				if c.Line < d.Line && c.Line >= d.Line-3 {
 					note += "; doc: " + strings.TrimSpace(strings.TrimPrefix(c.Context, "///"))
 				}
 			}
-			f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "declaration", note))
+			f.Evidence = append(f.Evidence, x.Evidence(d.Pos, "declaration", note))
 		}
 		for _, d := range impls {
 			if d.Empty {
 				empty++
 			}
-			f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "handler", fmt.Sprintf("impl for %s, empty=%v", d.Owner, d.Empty)))
+			f.Evidence = append(f.Evidence, x.Evidence(d.Pos, "handler", fmt.Sprintf("impl for %s, empty=%v", d.Owner, d.Empty)))
 		}
-		f.Evidence = append(f.Evidence, callEvidence(p, calls, "call")...)
+		f.Evidence = append(f.Evidence, x.CallEvidence(calls, "call", "")...)
 		f.Counts["implementations"] = len(impls)
 		f.Counts["empty_implementations"] = empty
 		f.Counts["declarations"] = len(decls)
 		f.Counts["call_sites"] = len(calls)
 		if len(calls) == 0 {
-			f.Mechanism = fmt.Sprintf("dead hook: %s (%d empty), 0 call sites", plural(len(impls), "implementation"), empty)
+			f.Mechanism = fmt.Sprintf("dead hook: %s (%d empty), 0 call sites", query.Plural(len(impls), "implementation"), empty)
 		} else {
 			f.Answer = audit.Unknown
-			f.Mechanism = fmt.Sprintf("hook called from %s", plural(len(calls), "site"))
+			f.Mechanism = fmt.Sprintf("hook called from %s", query.Plural(len(calls), "site"))
 		}
 		return []audit.Finding{f}, nil
 	},
 }
 
-var quichePerPath = &audit.Rule{
-	Name:     "quiche/per-path-recovery",
-	Question: audit.Q1,
+var quichePerPath = &query.Rule{
+	Name: "quiche/per-path-recovery", Question: audit.Q1, Role: query.Both, Files: quicheFiles,
 	Doc: "Path::new initialises its own recovery with Recovery::new_with_config (the initial window); Path::new " +
 		"is called for every new peer address; the hook called on a path switch (on_path_change) runs loss " +
 		"detection on the old path and resets nothing.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := quicheFiles(p)
-		if err != nil {
-			return nil, err
-		}
-		var pathNew syntax.Def
-		found := false
-		for _, d := range liveDefs(set.Funcs("new")) {
-			if d.Owner == "Path" {
-				pathNew, found = d, true
-			}
-		}
-		if !found {
-			return []audit.Finding{p.Absent("Path::new")}, nil
-		}
-		pf := fileOf(set, pathNew.Pos)
-		var init []syntax.Assign
-		for _, a := range pf.Assigns("new") {
-			if a.FuncOwner == "Path" && a.Target == "recovery" && strings.Contains(a.RHS, "Recovery::new") {
-				init = append(init, a)
-			}
-		}
-		var creations []syntax.Call
-		for _, c := range live(set.Calls("new")) {
-			if c.Callee == "path::Path::new" || c.Callee == "Path::new" {
-				creations = append(creations, c)
-			}
-		}
-		var switches []syntax.Call
-		for _, c := range live(set.Calls("on_path_change")) {
-			if strings.Contains(c.Callee, "recovery") {
-				switches = append(switches, c)
-			}
-		}
-		f := p.Finding(audit.Yes, "")
-		f.Role = "both"
-		f.Evidence = append(f.Evidence, p.Evidence(pathNew.Pos, "definition", "Path::new"))
+	Needs: []query.Anchor{query.Method("Path", "new")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		pathNew := x.Needed()[0]
+		pf := x.FileOf(pathNew.Pos)
+		init := query.Filter(pf.Assigns("new"), func(a syntax.Assign) bool {
+			return a.FuncOwner == "Path" && a.Target == "recovery" && strings.Contains(a.RHS, "Recovery::new")
+		})
+		creations := query.Filter(query.Live(x.Calls("new")), func(c syntax.Call) bool { return c.Callee == "path::Path::new" || c.Callee == "Path::new" })
+		switches := query.Filter(query.Live(x.Calls("on_path_change")), func(c syntax.Call) bool { return strings.Contains(c.Callee, "recovery") })
+		f := x.Answer(query.Both, audit.Yes)
+		f.Evidence = append(f.Evidence, x.Evidence(pathNew.Pos, "definition", "Path::new"))
 		for _, a := range init {
-			f.Evidence = append(f.Evidence, p.Evidence(a.Pos, "assignment", "per-path recovery = "+a.RHS))
+			f.Evidence = append(f.Evidence, x.Evidence(a.Pos, "assignment", "per-path recovery = "+a.RHS))
 		}
-		f.Evidence = append(f.Evidence, callEvidence(p, creations, "call")...)
+		f.Evidence = append(f.Evidence, x.CallEvidence(creations, "call", "")...)
 		for _, c := range switches {
-			f.Evidence = append(f.Evidence, p.Evidence(c.Pos, "call", "on path switch: "+c.Callee+" (old path, loss detection) in "+c.Func))
+			f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "call", "on path switch: "+c.Callee+" (old path, loss detection) in "+c.Func))
 		}
 		f.Counts["recovery_inits_in_path_new"] = len(init)
 		f.Counts["path_new_call_sites"] = len(creations)
 		f.Counts["on_path_change_calls"] = len(switches)
 		if len(init) > 0 && len(creations) > 0 {
 			f.Mechanism = fmt.Sprintf("per-path state: Path::new builds a fresh Recovery (Path::new called at %s); nothing is reset, a new path is born at the initial window",
-				plural(len(creations), "site"))
+				query.Plural(len(creations), "site"))
 		} else {
 			f.Answer = audit.Unknown
 			f.Mechanism = fmt.Sprintf("Recovery init in Path::new %d, Path::new call sites %d", len(init), len(creations))
@@ -171,45 +107,25 @@ var quichePerPath = &audit.Rule{
 	},
 }
 
-var quicheQ2 = &audit.Rule{
-	Name:     "quiche/q2-initial-rtt",
-	Question: audit.Q2,
+var quicheQ2 = &query.Rule{
+	Name: "quiche/q2-initial-rtt", Question: audit.Q2, Role: query.Both, Files: quicheFiles,
 	Doc: "What Path::on_response_received (PATH_RESPONSE) does: no RTT call or assignment; the new path's " +
 		"Recovery starts from the configured initial_rtt.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := quicheFiles(p)
-		if err != nil {
-			return nil, err
-		}
-		var h syntax.Def
-		found := false
-		for _, d := range liveDefs(set.Funcs("on_response_received")) {
-			if d.Owner == "Path" {
-				h, found = d, true
-			}
-		}
-		if !found {
-			return []audit.Finding{p.Absent("Path::on_response_received")}, nil
-		}
-		hf := fileOf(set, h.Pos)
-		var rttCalls []syntax.Call
-		for _, c := range hf.CallsIn(h.Name) {
-			if c.FuncOwner == "Path" && strings.Contains(strings.ToLower(c.Name), "rtt") {
-				rttCalls = append(rttCalls, c)
-			}
-		}
-		var rttAssigns []syntax.Assign
-		for _, a := range hf.Assigns(h.Name) {
-			if a.FuncOwner == "Path" && strings.Contains(strings.ToLower(a.LHS), "rtt") {
-				rttAssigns = append(rttAssigns, a)
-			}
-		}
-		f := p.Finding(audit.No, "")
-		f.Role = "both"
-		f.Evidence = append(f.Evidence, p.Evidence(h.Pos, "definition", "PATH_RESPONSE handler"))
-		for _, d := range append(set.Defs("DEFAULT_INITIAL_RTT"), set.Defs("INITIAL_RTT")...) {
+	Needs: []query.Anchor{query.Method("Path", "on_response_received")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		h := x.Needed()[0]
+		hf := x.FileOf(h.Pos)
+		rttCalls := query.Filter(hf.CallsIn(h.Name), func(c syntax.Call) bool {
+			return c.FuncOwner == "Path" && strings.Contains(strings.ToLower(c.Name), "rtt")
+		})
+		rttAssigns := query.Filter(hf.Assigns(h.Name), func(a syntax.Assign) bool {
+			return a.FuncOwner == "Path" && strings.Contains(strings.ToLower(a.LHS), "rtt")
+		})
+		f := x.Answer(query.Both, audit.No)
+		f.Evidence = append(f.Evidence, x.Evidence(h.Pos, "definition", "PATH_RESPONSE handler"))
+		for _, d := range append(x.Set.Defs("DEFAULT_INITIAL_RTT"), x.Set.Defs("INITIAL_RTT")...) {
 			if d.Kind == syntax.DefConst && !d.Test {
-				f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "constant", "seed of every new Recovery"))
+				f.Evidence = append(f.Evidence, x.Evidence(d.Pos, "constant", "seed of every new Recovery"))
 			}
 		}
 		f.Counts["rtt_calls_in_handler"] = len(rttCalls)
@@ -224,28 +140,22 @@ var quicheQ2 = &audit.Rule{
 	},
 }
 
-var quicheQ3 = &audit.Rule{
-	Name:     "quiche/q3-per-path",
-	Question: audit.Q3,
-	Doc:      "Which structs hold a Recovery field: only Path means every ACK feeds the estimator of the path its packet was sent on.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := quicheFiles(p)
-		if err != nil {
-			return nil, err
-		}
+var quicheQ3 = &query.Rule{
+	Name: "quiche/q3-per-path", Question: audit.Q3, Role: query.Both, Files: quicheFiles,
+	Doc: "Which structs hold a Recovery field: only Path means every ACK feeds the estimator of the path its packet was sent on.",
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		var owners []string
-		f := p.Finding(audit.Yes, "")
-		f.Role = "both"
-		for _, d := range liveDefs(set.Defs("recovery")) {
+		f := x.Answer(query.Both, audit.Yes)
+		for _, d := range query.LiveDefs(x.Set.Defs("recovery")) {
 			if d.Kind != syntax.DefField {
 				continue
 			}
-			line := fileOf(set, d.Pos).Line(d.Line)
+			line := x.FileOf(d.Pos).Line(d.Line)
 			if !strings.Contains(line, "Recovery") {
 				continue
 			}
 			owners = append(owners, d.Owner)
-			f.Evidence = append(f.Evidence, p.Evidence(d.Pos, "field", "recovery state owned by "+d.Owner))
+			f.Evidence = append(f.Evidence, x.Evidence(d.Pos, "field", "recovery state owned by "+d.Owner))
 		}
 		f.Counts["structs_owning_recovery"] = len(owners)
 		if len(owners) == 1 && owners[0] == "Path" {
@@ -258,30 +168,25 @@ var quicheQ3 = &audit.Rule{
 	},
 }
 
-var quicheConstants = &audit.Rule{
-	Name:     "quiche/constants",
-	Question: audit.ConstInitialWindow,
+var quicheConstants = &query.Rule{
+	Name: "quiche/constants", Question: audit.ConstInitialWindow, Role: "", Files: quicheFiles,
 	Doc: "Congestion::from_config's initial window (max_send_udp_payload_size × initial_congestion_window_packets) with the " +
 		"defaults, MINIMUM_WINDOW_PACKETS, the default algorithm's loss factor (CUBIC: BETA_CUBIC), DEFAULT_INITIAL_RTT.",
-	Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		set, err := quicheFiles(p)
-		if err != nil {
-			return nil, err
-		}
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		constOf := func(name string) (float64, syntax.Def, bool) {
-			for _, d := range liveDefs(set.Defs(name)) {
+			for _, d := range query.LiveDefs(x.Set.Defs(name)) {
 				if d.Kind == syntax.DefConst {
-					v, ok := numeric(d.Value)
+					v, ok := query.Numeric(d.Value)
 					return v, d, ok
 				}
 			}
 			return 0, syntax.Def{}, false
 		}
-		var out []audit.Finding
+		var out query.Findings
 		S, sDef, sOK := constOf("MAX_SEND_UDP_PAYLOAD_SIZE")
 		N, nDef, nOK := constOf("DEFAULT_INITIAL_CONGESTION_WINDOW_PACKETS")
 		var initA *syntax.Assign
-		for _, fl := range set {
+		for _, fl := range x.Set {
 			for _, a := range fl.Assigns("") { // Congestion::from_config (0.24+), Recovery::new_with_config (0.18)
 				if !a.Test && a.Target == "initial_congestion_window" && strings.Contains(a.RHS, "initial_congestion_window_packets") {
 					aa := a
@@ -290,59 +195,43 @@ var quicheConstants = &audit.Rule{
 			}
 		}
 		if initA != nil && sOK && nOK {
-			f, err := p.Constant(audit.ConstInitialWindow, fmtNum(N)+"*S", map[string]float64{"S": S}, "initial_congestion_window_packets x max_send_udp_payload_size",
-				"initial_congestion_window = "+initA.RHS, initA.Pos, p.Evidence(nDef.Pos, "constant", "packets default"), p.Evidence(sDef.Pos, "constant", "S default"))
+			f, err := x.Constant(audit.ConstInitialWindow, query.FmtNum(N)+"*S", map[string]float64{"S": S}, "initial_congestion_window_packets x max_send_udp_payload_size",
+				"initial_congestion_window = "+initA.RHS, initA.Pos, x.Evidence(nDef.Pos, "constant", "packets default"), x.Evidence(sDef.Pos, "constant", "S default"))
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, f)
+			out.Append(f)
 		} else {
-			out = append(out, p.Absent("Congestion::from_config initial window / its defaults"))
+			out.Append(x.Absent("Congestion::from_config initial window / its defaults"))
 		}
 		if m, d, ok := constOf("MINIMUM_WINDOW_PACKETS"); ok && sOK {
-			f, err := p.Constant(audit.ConstMinWindow, fmtNum(m)+"*S", map[string]float64{"S": S}, "MINIMUM_WINDOW_PACKETS x max datagram size", "MINIMUM_WINDOW_PACKETS = "+d.Value, d.Pos)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
+			out.Add(x.Constant(audit.ConstMinWindow, query.FmtNum(m)+"*S", map[string]float64{"S": S}, "MINIMUM_WINDOW_PACKETS x max datagram size", "MINIMUM_WINDOW_PACKETS = "+d.Value, d.Pos))
 		}
 		// The default algorithm decides the loss factor.
 		algo := ""
-		for _, fl := range set {
-			for _, a := range fl.Assigns("") {
-				if a.Target == "cc_algorithm" && a.Op == "field" && strings.Contains(a.RHS, "CongestionControlAlgorithm::") && !a.Test {
-					algo = lastWord(a.RHS)
-				}
+		for _, a := range x.Assigns("") {
+			if a.Target == "cc_algorithm" && a.Op == "field" && strings.Contains(a.RHS, "CongestionControlAlgorithm::") && !a.Test {
+				algo = lastWord(a.RHS)
 			}
 		}
 		if b, d, ok := constOf("BETA_CUBIC"); ok {
-			f, err := p.Constant(audit.ConstLossFactor, fmtNum(b), nil, "BETA_CUBIC", "default algorithm "+algo+": BETA_CUBIC = "+d.Value, d.Pos)
-			if err != nil {
-				return nil, err
+			if f := out.Add(x.Constant(audit.ConstLossFactor, query.FmtNum(b), nil, "BETA_CUBIC", "default algorithm "+algo+": BETA_CUBIC = "+d.Value, d.Pos)); f != nil {
+				f.Constant.Alternative = !strings.EqualFold(algo, "cubic")
 			}
-			f.Constant.Alternative = !strings.EqualFold(algo, "cubic")
-			out = append(out, f)
 		}
 		if b, d, ok := constOf("LOSS_REDUCTION_FACTOR"); ok {
-			f, err := p.Constant(audit.ConstLossFactor, fmtNum(b), nil, "LOSS_REDUCTION_FACTOR (Reno)", "Reno: LOSS_REDUCTION_FACTOR = "+d.Value, d.Pos)
-			if err != nil {
-				return nil, err
+			if f := out.Add(x.Constant(audit.ConstLossFactor, query.FmtNum(b), nil, "LOSS_REDUCTION_FACTOR (Reno)", "Reno: LOSS_REDUCTION_FACTOR = "+d.Value, d.Pos)); f != nil {
+				f.Constant.Alternative = !strings.EqualFold(algo, "reno")
 			}
-			f.Constant.Alternative = !strings.EqualFold(algo, "reno")
-			out = append(out, f)
 		}
-		for _, d := range append(liveDefs(set.Defs("DEFAULT_INITIAL_RTT")), liveDefs(set.Defs("INITIAL_RTT"))...) {
+		for _, d := range append(query.LiveDefs(x.Set.Defs("DEFAULT_INITIAL_RTT")), query.LiveDefs(x.Set.Defs("INITIAL_RTT"))...) {
 			if d.Kind == syntax.DefConst && strings.Contains(d.Value, "Duration::") {
 				expr := rustDurationMicros(d.Value)
-				f, err := p.Constant(audit.ConstDefaultRTT, expr, nil, d.Name+" (µs)", d.Name+" = "+d.Value, d.Pos)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, f)
+				out.Add(x.Constant(audit.ConstDefaultRTT, expr, nil, d.Name+" (µs)", d.Name+" = "+d.Value, d.Pos))
 				break
 			}
 		}
-		return out, nil
+		return out.Result()
 	},
 }
 

@@ -361,7 +361,7 @@ func (f *File) Exits(fn string) []Exit {
 func (f *File) Mentions(name string) []Mention {
 	out := append([]Mention(nil), f.mentions[name]...)
 	for _, t := range f.texts {
-		if containsWord(t.text, name) {
+		if ContainsWord(t.text, name) {
 			out = append(out, Mention{Pos: t.Pos, Name: name, Kind: t.kind, Func: t.fn})
 		}
 	}
@@ -411,7 +411,8 @@ func (f *File) GuardsAt(line int) []Guard {
 	return nil
 }
 
-func containsWord(s, w string) bool {
+// ContainsWord reports whether s contains w as a whole identifier.
+func ContainsWord(s, w string) bool {
 	if w == "" {
 		return false
 	}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -31,10 +34,17 @@ validation to 2 s after as RESET, LOSS_BACKOFF, LOSS_FLOOR, BELOW_INITIAL or UNE
 using the implementation's constants from data/, attributes the post-migration RTT to
 the old path, the new path or the default, and answers Q1 and Q3 for each trace.
 
+Several traces are analyzed in parallel, one per CPU (--jobs), each in one pass in
+memory bounded by time rather than by the trace's length; the output keeps the
+order of the arguments, and a progress bar shows on a terminal. A pattern the
+shell did not expand is expanded here, "**" matching any number of directories:
+  migaudit analyze --format json 'runs/**/server*.gz'
+
 A timeline CSV has no path events: give the migration instant with --migration-at,
 otherwise the answer is "no migration found".`,
-		Example: `  migaudit analyze --impl quic-go ../shared/reference/traces/quicgo_server.sqlog.gz
-  migaudit analyze --impl msquic --migration-at 5.53s --format json ../shared/reference/timelines/msquic/rep1_server.csv.gz
+		Example: `  migaudit study extract --out study
+  migaudit analyze --impl quic-go study/traces/quicgo_server.sqlog.gz
+  migaudit analyze --impl msquic --migration-at 5.53s --format json study/timelines/msquic/rep1_server.csv
   migaudit analyze --impl ngtcp2 --param S=1452 --new-path-rtt 40ms --format markdown trace.sqlog`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -50,6 +60,14 @@ otherwise the answer is "no migration found".`,
 				return err
 			}
 			o.Analysis.Params = p
+			if isTerminal(os.Stderr) {
+				o.Progress = cmd.ErrOrStderr()
+			}
+			// analyze keeps little (a few seconds of a trace at most), so
+			// a small heap goal costs a few cheap collections and keeps
+			// the process small; no memory profile is ever taken.
+			runtime.MemProfileRate = 0
+			defer debug.SetGCPercent(debug.SetGCPercent(25))
 			return render.Run(cmd.OutOrStdout(), o)
 		},
 	}
@@ -62,6 +80,7 @@ otherwise the answer is "no migration found".`,
 	f.DurationVar(&o.Analysis.Before, "before", discriminator.DefaultBefore, "scope start before path validation")
 	f.DurationVar(&o.Analysis.After, "after", discriminator.DefaultAfter, "scope end after path validation")
 	f.DurationVar(&o.Analysis.NewPathRTT, "new-path-rtt", 0, "new path's RTT when known (default: the path-validation round trip)")
+	f.IntVar(&o.Workers, "jobs", 0, "traces analyzed in parallel, one per worker (default: one per CPU); the output order is the arguments' order")
 	f.DurationVar(&o.Analysis.OldPathRTT, "old-path-rtt", 0, "old path's RTT when known (default: the last smoothed RTT before migration)")
 	return cmd
 }
@@ -89,4 +108,10 @@ func analyzeHas(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

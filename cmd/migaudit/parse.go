@@ -21,8 +21,9 @@ parameters, notes and warnings. --json prints the same summary as JSON; --dump
 prints every meta/sample/event/warning as one JSON line, for debugging.
 
 Formats: ` + strings.Join(parsers.Formats(), ", "),
-		Example: `  migaudit parse ../shared/reference/traces/ngtcp2_server.sqlog.gz
-  migaudit parse --json ../shared/reference/traces/*.gz
+		Example: `  migaudit study extract --out study
+  migaudit parse study/traces/ngtcp2_server.sqlog.gz
+  migaudit parse --json study/traces/*.gz
   migaudit parse --dump --format timeline-csv run1.csv | grep '"sample"'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

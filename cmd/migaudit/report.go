@@ -20,7 +20,7 @@ permalinks to the exact lines at the pinned commit, what the live runs showed
 (figures per repetition and an SVG timeline of window and RTT around the
 migration with each classified event marked), the reproduction commands and the
 caveats. With --out the plots are written beside the Markdown file.`,
-		Example: `  migaudit report --impl picoquic --evidence ../shared/reference --out reports/picoquic.md`,
+		Example: `  migaudit report --impl picoquic --out reports/picoquic.md`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.RepoRoot == "" {
@@ -32,7 +32,9 @@ caveats. With --out the plots are written beside the Markdown file.`,
 	cmd.Flags().StringVar(&o.Path, "file", "data/survey_results.json", "survey results")
 	cmd.Flags().StringVar(&o.Impl, "impl", "", "implementation to report on")
 	cmd.Flags().StringVar(&o.Out, "out", "", "Markdown file to write (plots beside it); default stdout without plots")
-	cmd.Flags().StringVar(&o.Evidence, "evidence", "", "the study's reference directory (../shared/reference) for reference traces")
+	cmd.Flags().StringVar(&o.Evidence, "evidence", "", "a directory of the study's files (migaudit study extract) instead of its repository")
+	cmd.Flags().StringVar(&o.Mirrors, "mirrors", "", "directory of mirrors <owner>+<name>/repo holding the study's repository (default $MIGAUDIT_MIRRORS, then the cache clone)")
+	cmd.Flags().StringVar(&o.StudySource, "study-source", "", "a clone or bare mirror of the study's repository")
 	cmd.Flags().StringVar(&o.RepoRoot, "repo", "", "repository root for data/evidence paths (default: two levels above --file)")
 	cmd.MarkFlagRequired("impl")
 	return cmd

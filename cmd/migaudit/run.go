@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	// Live harnesses register themselves with harnesses/run.
+	_ "github.com/migaudit/migaudit/harnesses/msquic"
 	_ "github.com/migaudit/migaudit/harnesses/ngtcp2"
 	_ "github.com/migaudit/migaudit/harnesses/picoquic"
 	_ "github.com/migaudit/migaudit/harnesses/quicgo"
@@ -100,7 +101,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&impl, "impl", "quic-go", "implementation: quic-go|ngtcp2 (picoquic, msquic: cannot run here)")
+	f.StringVar(&impl, "impl", "quic-go", "implementation with a live harness: quic-go, ngtcp2, quiche, msquic (built from --source), picoquic")
 	f.IntVar(&reps, "reps", 5, "repetitions")
 	f.StringVar(&scenario, "scenario", "standard", "standard|step-down|port-rebind|nat-rebind|migrate-back")
 	f.StringVar(&cc, "cc", "", "congestion control: cubic|reno|bbr (default: the implementation's own)")

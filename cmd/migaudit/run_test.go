@@ -11,6 +11,8 @@ import (
 // fail at once with a message saying why — before any root check or
 // testbed.
 func TestRunRefusals(t *testing.T) {
+	t.Setenv("MIGAUDIT_MIRRORS", t.TempDir()) // no mirrors: a build-from-source harness has no source
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	tests := []struct {
 		args []string
 		want string
@@ -19,7 +21,9 @@ func TestRunRefusals(t *testing.T) {
 		{[]string{"--impl", "picoquic", "--dep", "openssl=/x"}, "--dep openssl: picoquic's dependencies are picotls"},
 		{[]string{"--impl", "picoquic", "--dep", "picotls"}, "want name=DIR"},
 		{[]string{"--impl", "quic-go", "--source", "/x"}, "quic-go runs installed binaries"},
-		{[]string{"--impl", "msquic"}, "msquic cannot be run live here"},
+		{[]string{"--impl", "msquic", "--source", "/nonexistent/msquic"}, "msquic source /nonexistent/msquic: stat /nonexistent/msquic: no such file or directory"},
+		{[]string{"--impl", "msquic", "--dep", "picotls=/x"}, "--dep picotls: msquic's dependencies are quictls"},
+		{[]string{"--impl", "msquic"}, "no source for msquic (https://github.com/microsoft/msquic)"},
 		{[]string{"--impl", "nosuch"}, "unknown implementation"},
 		{[]string{"--impl", "quic-go", "--scenario", "sideways"}, "unknown --scenario"},
 	}

@@ -18,10 +18,13 @@ func newSurveyCmd() *cobra.Command {
 		Long: `survey audits every pinned implementation at its commit (from --mirrors), reads
 the analysis.json of every repetition of this project's runs (--results, default
 data/evidence/*), analyses the study's reference traces for implementations
-without runs here (--evidence ../shared/reference), reconciles source and live
+without runs here (read from the study's repository at the commit data/study.json
+pins, found like an implementation's mirror; --evidence DIR overrides it), runs the
+"would a fix be visible" check on the study's patched and unpatched picoquic
+builds, reconciles source and live
 answers, computes the cross-cutting findings, checks the result against
 data/survey.schema.json and writes it atomically.`,
-		Example: `  migaudit survey --mirrors /work/.mirror --evidence ../shared/reference
+		Example: `  migaudit survey --mirrors ~/mirrors
   migaudit survey --results results/quic-go-20261202T160000Z --out /tmp/s.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -41,7 +44,8 @@ data/survey.schema.json and writes it atomically.`,
 	}
 	cmd.Flags().StringVar(&o.Out, "out", "data/survey_results.json", "results file (the schema data/survey.schema.json must sit beside it)")
 	cmd.Flags().StringVar(&o.Mirrors, "mirrors", "", "directory of upstream mirrors <owner>+<name>/repo (default $MIGAUDIT_MIRRORS)")
-	cmd.Flags().StringVar(&o.Evidence, "evidence", "", "the study's reference directory (../shared/reference) for implementations without live runs here")
+	cmd.Flags().StringVar(&o.Evidence, "evidence", "", "a directory of the study's files (migaudit study extract) instead of its repository")
+	cmd.Flags().StringVar(&o.StudySource, "study-source", "", "a clone or bare mirror of the study's repository")
 	cmd.Flags().StringSliceVar(&o.Results, "results", nil, "run or evidence directories holding rep<N>/ (default data/evidence/*)")
 	cmd.Flags().StringSliceVar(&o.Only, "impl", nil, "survey only these implementations")
 	cmd.Flags().StringVar(&o.RepoRoot, "repo", "", "repository root that evidence paths are relative to (default: two levels above --out)")

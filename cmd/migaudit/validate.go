@@ -14,18 +14,21 @@ func init() { register(newValidateCmd) }
 func newValidateCmd() *cobra.Command {
 	o := validator.Options{}
 	noRecord := false
+	allowUnverifiable := false
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Re-derive every claim in survey_results.json from git objects and raw traces",
 		Long: `validate re-derives every claim in the survey file from primary sources — git
 objects at the pinned commit (--mirrors) and the raw traces (data/evidence for this
-project's runs, --evidence for the study's reference traces) — with its own git
+project's runs; the study's traces out of its repository at the commit
+data/study.json pins, or --evidence DIR) — with its own git
 reading, symbol counting and trace readers (it shares no code with audit/,
 parsers/ or discriminator/). It prints PASS, FAIL or UNVERIFIABLE per claim with
 the figure it found, then "N passed, N failed, N unverifiable", records the counts
 in the file, and exits 1 on any FAIL. A claim whose source is absent is
-UNVERIFIABLE, never PASS.`,
-		Example: `  migaudit validate --mirrors /work/.mirror --evidence ../shared/reference`,
+UNVERIFIABLE, never PASS, and also exits 1 unless --allow-unverifiable is given.
+Pins are compared with data/implementations.json (embedded; --pins for another file).`,
+		Example: `  migaudit validate --mirrors ~/mirrors`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Mirrors == "" {
@@ -42,13 +45,18 @@ UNVERIFIABLE, never PASS.`,
 			if sum.Failed > 0 {
 				return &exitError{code: 1, err: fmt.Errorf("validate: %s", sum)}
 			}
+			if sum.Unverifiable > 0 && !allowUnverifiable {
+				return &exitError{code: 1, err: fmt.Errorf("validate: %s: an unverifiable claim is not a verified one (give the missing sources, or --allow-unverifiable to accept)", sum)}
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&o.Path, "file", "data/survey_results.json", "survey results to validate")
 	cmd.Flags().StringVar(&o.Mirrors, "mirrors", "", "directory of upstream mirrors <owner>+<name>/repo (default $MIGAUDIT_MIRRORS)")
-	cmd.Flags().StringVar(&o.Evidence, "evidence", "", "the study's reference directory (../shared/reference); reference claims are UNVERIFIABLE without it")
+	cmd.Flags().StringVar(&o.Evidence, "evidence", "", "a directory of the study's files (migaudit study extract) instead of its repository")
 	cmd.Flags().StringVar(&o.RepoRoot, "repo", "", "repository root for data/evidence paths (default: two levels above --file)")
 	cmd.Flags().BoolVar(&noRecord, "no-record", false, "do not write the counts into the file")
+	cmd.Flags().BoolVar(&allowUnverifiable, "allow-unverifiable", false, "exit 0 when claims are UNVERIFIABLE but none FAIL")
+	cmd.Flags().StringVar(&o.Pins, "pins", "", "pins file to compare commits with (default: data/implementations.json, embedded)")
 	return cmd
 }

@@ -405,6 +405,22 @@ func analyse(trace, impl string, sc Scenario, res RepResult, netw Net) (discrimi
 		s.TimeUS = cut
 		rest.Samples = append([]timeline.Sample{s}, rest.Samples...)
 	}
+	// Carry the last path event before the cut too: a timeline that names a
+	// path's addresses only when the path first appears (the CSV's
+	// path_seen) would otherwise leave the return with no address to
+	// return from.
+	var lastPath *timeline.Event
+	for i, e := range tl.Events {
+		if e.TimeUS < cut && e.Kind == timeline.PathEvent && (e.From != "" || e.To != "") {
+			lastPath = &tl.Events[i]
+		}
+	}
+	if lastPath != nil {
+		e := *lastPath
+		e.TimeUS = cut
+		e.Detail = strings.TrimSpace(e.Detail + " (in effect at the cut)")
+		rest.Events = append(rest.Events, e)
+	}
 	for _, e := range tl.Events {
 		if e.TimeUS >= cut {
 			rest.Events = append(rest.Events, e)

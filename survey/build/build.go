@@ -25,8 +25,8 @@ import (
 	"github.com/migaudit/migaudit/audit/gitsrc"
 	"github.com/migaudit/migaudit/data"
 	"github.com/migaudit/migaudit/discriminator"
-	"github.com/migaudit/migaudit/parsers"
 	"github.com/migaudit/migaudit/survey"
+	"github.com/migaudit/migaudit/survey/studysrc"
 )
 
 // Options for `migaudit survey`.
@@ -34,10 +34,18 @@ type Options struct {
 	Out      string   // data/survey_results.json
 	RepoRoot string   // where data/evidence lives
 	Mirrors  string   // directory of <owner>+<name>/repo mirrors
-	Evidence string   // ../shared/reference: the study's traces
+	Evidence string   // overrides the study's repository with a directory of its files (traces/…)
 	Results  []string // run or evidence directories holding rep<N>/
 	Only     []string // implementations to survey ("" = all pinned)
-	Now      func() time.Time
+	// Now, when set, stamps generated_at; by default it is the newest
+	// input's date (see inputsTime), so the same inputs give the same file.
+	Now func() time.Time
+	// StudySource is a clone or bare mirror of the study's repository;
+	// Study, when set, is the opened study (reproduce opens it first).
+	StudySource string
+	Study       *studysrc.Source
+	// Done, when set, is called after each implementation (progress).
+	Done func(name string)
 	// Audit runs the source audit; nil means audit.Audit.
 	Audit func(ctx context.Context, im data.Implementation, source string) ([]audit.Finding, error)
 }
@@ -53,20 +61,8 @@ var hooks = map[string]struct{ Symbol, Form string }{
 	"ngtcp2":   {"conn_reset_congestion_state", "function"},
 }
 
-// referenceTraces are the study's traces in ../shared/reference/traces.
-var referenceTraces = map[string]string{
-	"picoquic": "traces/picoquic_server.qlog.gz",
-	"quic-go":  "traces/quicgo_server.sqlog.gz",
-	"quiche":   "traces/quiche_server.sqlog.gz",
-	"msquic":   "traces/msquic_server.log.gz",
-	"ngtcp2":   "traces/ngtcp2_server.sqlog.gz",
-}
-
 // Run builds the survey and writes it (schema-checked, atomically).
 func Run(ctx context.Context, o Options, w io.Writer) (*survey.Survey, error) {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	if o.Audit == nil {
 		o.Audit = func(ctx context.Context, im data.Implementation, source string) ([]audit.Finding, error) {
 			r, err := audit.Audit(ctx, im, source, "")
@@ -80,11 +76,30 @@ func Run(ctx context.Context, o Options, w io.Writer) (*survey.Survey, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &survey.Survey{SchemaVersion: 1, GeneratedBy: "migaudit survey", GeneratedAt: o.Now().UTC().Format(time.RFC3339),
-		Inputs: survey.Inputs{Mirrors: o.Mirrors, Evidence: o.Evidence, Results: o.Results}}
+	if _, err := study(&o); err != nil {
+		return nil, err
+	}
 	runs, runNotes, err := collectRuns(o)
 	if err != nil {
 		return nil, err
+	}
+	// Inputs: nothing machine-specific (the mirrors' location is not an
+	// input, the commits are), so a rebuild elsewhere is byte-identical.
+	s := &survey.Survey{SchemaVersion: 1, GeneratedBy: "migaudit survey",
+		Inputs: survey.Inputs{Evidence: o.Evidence, Results: o.Results}}
+	if ok, _ := studyAvailable(o); ok {
+		s.Inputs.Study = &survey.SourcePin{Upstream: o.Study.Pin.Upstream, Commit: o.Study.Pin.Commit}
+	}
+	if s.Inputs.EvidenceSHA256, err = evidenceSums(o); err != nil {
+		return nil, err
+	}
+	switch t, ok := inputsTime(o, impls, runs); {
+	case o.Now != nil:
+		s.GeneratedAt = o.Now().UTC().Format(time.RFC3339)
+	case ok:
+		s.GeneratedAt = t.Format(time.RFC3339)
+	default:
+		s.GeneratedAt = time.Now().UTC().Format(time.RFC3339)
 	}
 	sort.SliceStable(impls, func(i, j int) bool { return studyRank(impls[i].Name) < studyRank(impls[j].Name) })
 	for _, pin := range impls {
@@ -97,6 +112,9 @@ func Run(ctx context.Context, o Options, w io.Writer) (*survey.Survey, error) {
 		}
 		entry.Notes = append(entry.Notes, runNotes[pin.Name]...)
 		s.Implementations = append(s.Implementations, entry)
+		if o.Done != nil {
+			o.Done(pin.Name)
+		}
 	}
 	survey.Finalise(s)
 	if o.Out != "" {
@@ -176,6 +194,12 @@ func buildImpl(ctx context.Context, o Options, pin data.Implementation, reps []r
 	}
 	im.Live = live
 	im.Notes = append(im.Notes, notes...)
+	fc, notes, err := fixCheck(o, pin, w)
+	if err != nil {
+		return im, err
+	}
+	im.FixCheck = fc
+	im.Notes = append(im.Notes, notes...)
 	return im, nil
 }
 
@@ -243,8 +267,8 @@ func answersFrom(fs []audit.Finding) []survey.Answer {
 				}
 			}
 		}
-		a.Mechanism = strings.Join(mech, "; ")
-		a.Detail = strings.Join(detail, " ")
+		a.Mechanism = strings.Join(survey.OnceEach(mech), "; ")
+		a.Detail = strings.Join(survey.OnceEach(detail), " ")
 		out = append(out, a)
 	}
 	return out
@@ -584,7 +608,7 @@ func fileSHA(p string) (string, error) {
 }
 
 // liveFor builds the live part: this project's runs when there are any,
-// else the study's reference trace when --evidence is given.
+// else the study's reference trace (referenceLive).
 func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []runRep, w io.Writer) (*survey.Live, []string, error) {
 	var notes []string
 	if len(reps) > 0 {
@@ -612,46 +636,20 @@ func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []
 		finishLive(l)
 		logf(w, "%-9s live: %d own repetitions", pin.Name, len(l.Repetitions))
 		// The study's reference repetition stays beside the own runs as a
-		// second source when --evidence is given.
-		ref, rnotes, err := referenceLive(o, pin, w)
+		// second source when the study is available.
+		ref, _, err := referenceLive(o, pin, w)
 		if err != nil {
 			return nil, nil, err
 		}
-		l.Reference = ref
-		return l, append(notes, rnotes...), nil
-	}
-	return referenceLive(o, pin, w)
-}
-
-// referenceLive analyses the study's reference trace for pin when
-// --evidence is given (nil when there is none).
-func referenceLive(o Options, pin data.Implementation, w io.Writer) (*survey.Live, []string, error) {
-	var notes []string
-	rel, ok := referenceTraces[pin.Name]
-	if !ok || o.Evidence == "" {
-		if ok {
-			notes = append(notes, "the study's reference trace is used when --evidence points at ../shared/reference")
+		if ref != nil {
+			l.Reference = ref
+			notes = append(notes, "the study's reference repetition "+ref.Repetitions[0].Trace+" is kept beside the own runs as a second source")
 		}
-		return nil, notes, nil
+		return l, notes, nil
 	}
-	path := filepath.Join(o.Evidence, rel)
-	if _, err := os.Stat(path); err != nil {
-		return nil, append(notes, "reference trace "+path+" absent"), nil
-	}
-	an, err := discriminator.AnalyzeFile(path, parsers.Options{}, discriminator.Options{Impl: pin.Name})
-	if err != nil {
-		return nil, nil, fmt.Errorf("reference %s: %w", path, err)
-	}
-	sha, err := fileSHA(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	rep := fromAnalysis(&an, "study", rel, sha)
-	l := &survey.Live{Origin: survey.Reference, Repetitions: []survey.Repetition{rep}}
-	finishLive(l)
-	notes = append(notes, "study's reference trace "+rel+" analysed (one repetition of the study's five; read from --evidence, never copied into this repository)")
-	logf(w, "%-9s live: reference trace %s", pin.Name, rel)
-	return l, notes, nil
+	l, refNotes, err := referenceLive(o, pin, w)
+	_ = cons
+	return l, append(notes, refNotes...), err
 }
 
 // logMove finds the endpoints' own record of the peer's address change:

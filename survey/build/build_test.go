@@ -74,6 +74,7 @@ func fakeAudit(_ context.Context, im data.Implementation, _ string) ([]audit.Fin
 func TestBuildJoinsSourceAndLive(t *testing.T) {
 	root, mirrors := world(t, "YES")
 	out := filepath.Join(root, "data", "survey_results.json")
+	noStudy(t)
 	s, err := Run(context.Background(), Options{Out: out, RepoRoot: root, Mirrors: mirrors, Only: []string{"quic-go", "picoquic"}, Audit: fakeAudit}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +163,7 @@ func TestReferenceTraceIsAnalysedNotCopied(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := s.Find("msquic").Live
-	if l == nil || l.Origin != survey.Reference || l.Repetitions[0].Trace != "traces/msquic_server.log.gz" {
+	if l == nil || l.Origin != survey.Reference || l.Repetitions[0].Trace != "phase2-deliverables/evidence/06_sample_traces/msquic_server.log.gz" {
 		t.Fatalf("live = %+v", l)
 	}
 	r := l.Repetitions[0]
@@ -190,18 +191,26 @@ func TestReferenceKeptBesideOwnRuns(t *testing.T) {
 		t.Fatalf("live = %+v, want the one own repetition first", l)
 	}
 	r := l.Reference
-	if r == nil || r.Origin != survey.Reference || len(r.Repetitions) != 1 || r.Repetitions[0].Trace != "traces/quicgo_server.sqlog.gz" {
+	if r == nil || r.Origin != survey.Reference || len(r.Repetitions) != 1 || r.Repetitions[0].Trace != "phase2-deliverables/evidence/06_sample_traces/quicgo_server.sqlog.gz" {
 		t.Fatalf("reference beside own runs = %+v", r)
 	}
 	if r.Repetitions[0].Migration.Kind == "" || r.Repetitions[0].TraceSHA256 == "" {
 		t.Errorf("reference repetition not analysed: %+v", r.Repetitions[0])
 	}
-	// Without --evidence there is no second source.
+	// Without the study there is no second source.
+	noStudy(t)
 	s, err = Run(context.Background(), Options{RepoRoot: root, Mirrors: mirrors, Only: []string{"quic-go"}, Audit: fakeAudit}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Find("quic-go").Live.Reference != nil {
-		t.Error("a reference without --evidence")
+		t.Error("a reference without the study")
 	}
+}
+
+// noStudy hides every mirror and cache clone of the study: picoquic and
+// msquic then have no live part.
+func noStudy(t *testing.T) {
+	t.Setenv("MIGAUDIT_MIRRORS", "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/migaudit/migaudit/parsers"
 	"github.com/migaudit/migaudit/parsers/timeline"
 	"github.com/migaudit/migaudit/survey"
+	"github.com/migaudit/migaudit/survey/studysrc"
 	"github.com/migaudit/migaudit/survey/tables"
 )
 
@@ -27,7 +28,14 @@ type Options struct {
 	Impl     string
 	Out      string // Markdown file; SVG plots are written beside it
 	RepoRoot string // own-run evidence paths are relative to it
-	Evidence string // ../shared/reference, for reference traces
+	// Evidence overrides the study's repository with a directory of its
+	// files (traces/…); by default reference traces are read from the
+	// study's mirror (Mirrors, $MIGAUDIT_MIRRORS, the cache clone or
+	// StudySource) at the commit data/study.json pins.
+	Evidence    string
+	Mirrors     string
+	StudySource string
+	Study       *studysrc.Source
 }
 
 // Run writes the report for opts.Impl to opts.Out (or w when Out is empty;
@@ -44,6 +52,11 @@ func Run(o Options, w io.Writer) error {
 			names = append(names, x.Name)
 		}
 		return fmt.Errorf("report: %s is not in %s (have: %s)", o.Impl, o.Path, strings.Join(names, ", "))
+	}
+	if o.Study == nil {
+		if o.Study, err = studysrc.New(studysrc.Options{Mirrors: o.Mirrors, Source: o.StudySource, Evidence: o.Evidence, NoClone: true}); err != nil {
+			return err
+		}
 	}
 	var buf bytes.Buffer
 	plots, err := Write(&buf, s, im, o)
@@ -187,6 +200,18 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 			p("(Pass --out FILE to write the %d timeline plot(s) beside the report.)\n\n", len(plots))
 		}
 	}
+	if fc := im.FixCheck; fc != nil {
+		p("## Would a fix be visible?\n\n%s.\n\n", capital(fc.Statement))
+		p("| Build | Trace (study repository) | Migration | Window before | Window after | Exact reset | Q1 |\n|---|---|---|---|---|---|---|\n")
+		for _, r := range []survey.Repetition{fc.Patched, fc.Unpatched} {
+			p("| %s | `%s` | %s at %.1f ms | %s | %s | %v | %s |\n", r.ID, r.Trace, r.Migration.Kind, float64(r.Migration.AtUS)/1000,
+				tables.Bytes(r.WindowBeforeBytes), tables.Bytes(r.WindowAfterBytes), r.ResetObserved, r.Q1)
+		}
+		if fc.Patch != "" {
+			p("\nThe patched build carries `%s` from the study's repository.\n", fc.Patch)
+		}
+		p("\n")
+	}
 	p("## Reproduce\n\n```sh\n")
 	p("# source, at the pinned commit (a clone or bare mirror of %s)\n", im.Upstream)
 	p("migaudit audit --impl %s --source <clone-of-%s>\n", im.Name, im.Name)
@@ -198,13 +223,20 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 			break
 		}
 	} else if im.Live != nil {
+		p("# live: the study's trace, from its repository at the pinned commit\n")
 		for _, r := range im.Live.Repetitions {
-			p("migaudit analyze --impl %s ../shared/reference/%s\n", im.Name, r.Trace)
+			name := r.Trace
+			if o.Study != nil {
+				if f, ok := o.Study.Pin.File(r.Trace); ok {
+					name = f.Name
+				}
+			}
+			p("migaudit study extract --out study %s\n", name)
+			p("migaudit analyze --impl %s study/%s\n", im.Name, name)
 		}
 	}
-	p("# the survey and its independent re-derivation\n")
-	p("migaudit survey --mirrors <dir-of-mirrors> --evidence ../shared/reference\n")
-	p("migaudit validate --mirrors <dir-of-mirrors> --evidence ../shared/reference\n```\n\n")
+	p("# every table, rebuilt from the public sources, compared with the committed survey and validated\n")
+	p("migaudit reproduce\n```\n\n")
 	if s.Validation != nil {
 		p("Last validation of the survey: %d passed, %d failed, %d unverifiable (%s).\n\n", s.Validation.Passed, s.Validation.Failed, s.Validation.Unverifiable, s.Validation.At)
 	}
@@ -236,15 +268,17 @@ func firstRep(im *survey.Implementation) []survey.Repetition {
 // plotRep parses the repetition's trace with the project's parsers and
 // draws window and RTT from 1 s before to 2.5 s after the migration.
 func plotRep(im *survey.Implementation, r survey.Repetition, o Options) ([]byte, error) {
-	base := o.RepoRoot
+	path := filepath.Join(o.RepoRoot, r.Trace)
 	if im.Live.Origin == survey.Reference {
-		if o.Evidence == "" {
-			return nil, fmt.Errorf("reference trace %s needs --evidence ../shared/reference", r.Trace)
+		if o.Study == nil {
+			return nil, fmt.Errorf("reference trace %s: no study source", r.Trace)
 		}
-		base = o.Evidence
-	}
-	path := filepath.Join(base, r.Trace)
-	if _, err := os.Stat(path); err != nil {
+		p, _, err := o.Study.Path(r.Trace)
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	} else if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("trace %s absent", path)
 	}
 	tl, err := parsers.ParseFile(path, parsers.Options{})
@@ -296,7 +330,7 @@ func originText(o string) string {
 	case survey.OwnRuns:
 		return "this project's runs, committed under data/evidence"
 	case survey.Reference:
-		return "the study's reference trace in ../shared/reference"
+		return "the study's reference trace, read from its repository at the commit data/study.json pins (never copied into this one)"
 	}
 	return o
 }
@@ -334,4 +368,11 @@ func fnum(f float64) string {
 		return tables.Bytes(int64(f))[:len(tables.Bytes(int64(f)))-2]
 	}
 	return fmt.Sprintf("%g", f)
+}
+
+func capital(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

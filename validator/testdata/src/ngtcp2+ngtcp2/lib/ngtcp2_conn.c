@@ -20,10 +20,10 @@ static void a(ngtcp2_conn *conn, ngtcp2_tstamp ts) {
  * conn_reset_congestion_state resets congestion state.
  */
 static void conn_reset_congestion_state(ngtcp2_conn *conn, ngtcp2_tstamp ts) {
-  conn_reset_conn_stat_cc(conn, &conn->cstat);
+  conn_reset_conn_stat_cc(conn, &conn->cstat); ngtcp2_rtb_reset_cc_state(&conn->pktns.rtb, conn->pktns.tx.last_pkt_num + 1);
 }
 
-static void b(ngtcp2_conn *conn, ngtcp2_tstamp ts) {
+static int conn_recv_path_response(ngtcp2_conn *conn, ngtcp2_tstamp ts) {
   conn_reset_congestion_state(conn, ts);
   if (x) {
     conn_reset_congestion_state(conn, ts);

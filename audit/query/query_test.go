@@ -1,15 +1,10 @@
-package rules
+package query
 
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/migaudit/migaudit/audit"
 	"github.com/migaudit/migaudit/audit/gitsrc"
@@ -17,9 +12,9 @@ import (
 	"github.com/migaudit/migaudit/data"
 )
 
-// TestN9Translate: source expressions of the nine become data.Formula
+// TestTranslate: source expressions of the nine become data.Formula
 // expressions that evaluate to the right number.
-func TestN9Translate(t *testing.T) {
+func TestTranslate(t *testing.T) {
 	consts := map[string]string{"BASE": "1200", "CWND_INITIAL_PKTS": "10", "TCP_MSS": "1460", "MSS": "(1420 + 16)", "V4": "1252", "V6": "1232"}
 	resolve := func(name string) (string, error) {
 		switch name {
@@ -27,7 +22,7 @@ func TestN9Translate(t *testing.T) {
 			return "S", nil
 		}
 		if v, ok := consts[name]; ok {
-			return n9Translate(v, nil)
+			return Translate(v, nil)
 		}
 		return "", os.ErrNotExist
 	}
@@ -54,7 +49,7 @@ func TestN9Translate(t *testing.T) {
 		{"250000ull", "250000", 250000}, // C integer suffix
 	}
 	for _, tt := range tests {
-		got, err := n9Translate(tt.src, resolve)
+		got, err := Translate(tt.src, resolve)
 		if tt.want == "" {
 			if err == nil {
 				t.Errorf("%q: translated to %q, want an error", tt.src, got)
@@ -75,7 +70,7 @@ func TestN9Translate(t *testing.T) {
 	}
 }
 
-func TestN9Combine(t *testing.T) {
+func TestCombine(t *testing.T) {
 	tests := []struct{ mig, obs, want audit.Answer }{
 		{audit.Yes, audit.Yes, audit.Yes},
 		{audit.No, audit.Yes, audit.Asymmetric},
@@ -87,18 +82,18 @@ func TestN9Combine(t *testing.T) {
 		{audit.NotSupported, audit.NotSupported, audit.NotSupported},
 	}
 	for _, tt := range tests {
-		if got := n9Combine(tt.mig, tt.obs); got != tt.want {
+		if got := Combine(tt.mig, tt.obs); got != tt.want {
 			t.Errorf("combine(%s, %s) = %s, want %s", tt.mig, tt.obs, got, tt.want)
 		}
 	}
 }
 
-// The structural tricks the nine's rules rely on, in a small git repository
+// The structural tricks the rules rely on, in a small git repository
 // built with go-git: early-return guards found from the syntax tree, a match
 // arm chosen over an or-pattern that lists the same variant, a dead hook whose
 // name appears only in a comment, a string and a test file, a C function the
 // grammar cannot delimit, Python module constants, a C++ member default.
-var n9TrapFiles = map[string]string{
+var trapFiles = map[string]string{
 	"src/paths.rs": `impl PathData {
     pub(super) fn remove_in_flight(&mut self, packet: &SentPacket) -> bool {
         if packet.path_generation != self.generation {
@@ -152,89 +147,55 @@ class Config:
 `,
 }
 
-func n9TrapRepo(t *testing.T) (*gitsrc.Snapshot, string) {
+func trapRepo(t *testing.T) (*gitsrc.Snapshot, string) {
 	t.Helper()
-	dir := t.TempDir()
-	r, err := git.PlainInit(dir, false)
+	snap, err := gitsrc.CommitFiles(t.TempDir(), trapFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt, err := r.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, body := range n9TrapFiles {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := wt.Add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h, err := wt.Commit("traps", &git.CommitOptions{Author: &object.Signature{Name: "t", Email: "t@example.invalid", When: time.Unix(0, 0)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := gitsrc.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := repo.At(h.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap, h.String()
+	return snap, snap.Commit()
 }
 
-func TestN9StructuralTraps(t *testing.T) {
-	snap, commit := n9TrapRepo(t)
+func TestStructuralTraps(t *testing.T) {
+	snap, commit := trapRepo(t)
 	im := data.Implementation{Name: "n9-trap-test", Upstream: "https://example.invalid/o/traps", Commit: commit}
 	var got = map[string]bool{}
 	var counts = map[string]int{}
-	audit.Register(im.Name, &audit.Rule{Name: "n9-trap-test/all", Question: audit.Q1, Run: func(p *audit.Pass) ([]audit.Finding, error) {
-		x, err := n9Open(p, "src/**/*.rs", "lib/*.c", "py/*.py")
-		if err != nil {
-			return nil, err
-		}
-		// Test files are dropped, so the only "call" of path_changed (in src/tests) does not count.
-		for _, f := range x.set {
-			if strings.Contains(f.Path, "tests/") {
-				t.Errorf("test file %s kept", f.Path)
+	Register(im.Name, &Rule{Name: "n9-trap-test/all", Question: audit.Q1, Files: []string{"src/**/*.rs", "lib/*.c", "py/*.py"},
+		Needs: []Anchor{FuncIn("src/paths.rs", "remove_in_flight", "PathData")},
+		Decide: func(x *Code) ([]audit.Finding, error) {
+			// Test files are dropped, so the only "call" of path_changed (in src/tests) does not count.
+			for _, f := range x.Set {
+				if strings.Contains(f.Path, "tests/") {
+					t.Errorf("test file %s kept", f.Path)
+				}
 			}
-		}
-		rif, _, ok := x.fnIn("src/paths.rs", "remove_in_flight", "PathData")
-		if !ok {
-			t.Fatal("remove_in_flight not found")
-		}
-		c, ok := x.cond(rif, "path_generation", "generation")
-		got["early-return guard"] = ok && c.Line == 3
-		h := x.hook("path_changed", "", x.set.Funcs("path_changed"), x.calls("path_changed"))
-		counts["hook_calls"] = h.Counts["call_sites"]
-		got["dead hook is INERT"] = h.Answer == audit.Inert && h.Counts["implementations"] == 1
-		disp, _, _ := x.fnIn("src/paths.rs", "dispatch", "")
-		arms := x.armsWith(disp, "Frame::PathResponse")
-		got["or-pattern arm skipped"] = len(arms) == 1 && arms[0].Line == 16
-		if len(arms) == 1 {
-			arm := syntax.Def{Pos: arms[0]}
-			as := x.assignsIn(arm)
-			got["arm assignments"] = len(as) == 1 && as[0].Target == "validated"
-		}
-		bf, ok := n9CFuncByText(x.file("lib/ctl.c"), "broken_fn")
-		got["C function by text"] = ok && bf.Line == 3 && bf.EndLine == 14
-		d, _, ok := x.fnIn("lib/ctl.c", "broken_fn", "")
-		got["C call inside"] = ok && len(x.callsIn(d, "helper")) == 1
-		iw, ok := x.def("K_INITIAL_WINDOW")
-		got["python module const"] = ok && iw.Value == "10"
-		v, err := x.resolver(map[string]n9Param{"max_datagram_size": {"S", 1200}}).eval("K_INITIAL_WINDOW * max_datagram_size")
-		got["python formula"] = err == nil && v == 12000
-		val, pos, ok := x.braceDefault("cpp/Settings.h", "disableMigration")
-		got["C++ member default"] = ok && val == "true" && pos.Line == 3
-		return nil, nil
-	}})
+			rif := x.Def(FuncIn("src/paths.rs", "remove_in_flight", "PathData"))
+			c, ok := x.CondIn(rif, "path_generation", "generation")
+			got["early-return guard"] = ok && c.Line == 3
+			h := x.Hook("path_changed", "", x.Set.Funcs("path_changed"), x.Calls("path_changed"))
+			counts["hook_calls"] = h.Counts["call_sites"]
+			got["dead hook is INERT"] = h.Answer == audit.Inert && h.Counts["implementations"] == 1
+			disp := x.Opt(FuncIn("src/paths.rs", "dispatch", ""))
+			arms := x.ArmsWith(disp, "Frame::PathResponse")
+			got["or-pattern arm skipped"] = len(arms) == 1 && arms[0].Line == 16
+			if len(arms) == 1 {
+				arm := syntax.Def{Pos: arms[0]}
+				as := x.AssignsIn(arm)
+				got["arm assignments"] = len(as) == 1 && as[0].Target == "validated"
+			}
+			bf, ok := CFuncByText(x.File("lib/ctl.c"), "broken_fn")
+			got["C function by text"] = ok && bf.Line == 3 && bf.EndLine == 14
+			d, ok := x.Find(FuncIn("lib/ctl.c", "broken_fn", ""))
+			got["C call inside"] = ok && len(x.CallsIn(d, "helper")) == 1
+			iw, ok := x.Const("K_INITIAL_WINDOW")
+			got["python module const"] = ok && iw.Value == "10"
+			v, err := x.Resolver(map[string]Param{"max_datagram_size": {"S", 1200}}).Eval("K_INITIAL_WINDOW * max_datagram_size")
+			got["python formula"] = err == nil && v == 12000
+			val, pos, ok := x.BraceDefault("cpp/Settings.h", "disableMigration")
+			got["C++ member default"] = ok && val == "true" && pos.Line == 3
+			return nil, nil
+		}})
 	if _, err := audit.Run(context.Background(), im, snap); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,53 @@
+package validator
+
+// picoquic. Q1: the reset notification is handled by the algorithms but no
+// alg_notify call passes picoquic_congestion_notification_reset (the
+// validator's own symbol counter finds 0 dispatches) → NO. Q2: the
+// path-challenge round trip is passed with epoch -1 to
+// picoquic_update_path_rtt, whose guard `!old_path->rtt_is_initialized ||
+// epoch >= 0` is false on a path that already has a sample → INERT.
+// Q3: a migration promotes a tuple within the same path object
+// (path_x->first_tuple = tuple) and the ACK RTT sample is keyed by the
+// acknowledged path, not the tuple → NO.
+func init() { deciders["picoquic"] = decidePicoquic }
+
+func decidePicoquic(r *reader) map[string]Decision {
+	out := map[string]Decision{}
+	const sym = "picoquic_congestion_notification_reset"
+	sites, err := findSites(r.t, sym, "notification")
+	rc := countReach(sites, "notification")
+	hdr := r.file("picoquic/picoquic.h")
+	switch {
+	case err != nil || !r.has(hdr, sym, "reset notification declared"):
+		out["Q1"] = r.decide("UNKNOWN", nil)
+	case len(rc.Calls) == 0:
+		r.facts = append(r.facts, "0 dispatches of "+sym+" (handled in "+itoa(rc.HandlerUnits)+" files)")
+		out["Q1"] = r.decide("NO", nil)
+	default:
+		r.facts = append(r.facts, itoa(len(rc.Calls))+" dispatches of "+sym+", first at "+rc.Calls[0].Path+":"+itoa(rc.Calls[0].Line))
+		out["Q1"] = r.decide("YES", nil)
+	}
+
+	frames := r.file("picoquic/frames.c")
+	challenge := r.has(frames, "-1, tuple->challenge_time_first", "path-challenge round trip passed to picoquic_update_path_rtt with epoch -1")
+	guard := r.has(r.file("picoquic/timing.c"), "(!old_path->rtt_is_initialized || epoch >= 0)", "RTT update guarded by !rtt_is_initialized || epoch >= 0")
+	switch {
+	case challenge && guard:
+		out["Q2"] = r.decide("INERT", nil)
+	case challenge:
+		out["Q2"] = r.decide("YES", nil)
+	default:
+		out["Q2"] = r.decide("NO", nil)
+	}
+
+	promoted := r.has(frames, "path_x->first_tuple = tuple;", "migration promotes the tuple within the same path")
+	keyed := r.has(frames, "picoquic_update_path_rtt(cnx, packet_data->path_ack[i].acked_path,", "ACK RTT sample keyed by the acknowledged path object")
+	if promoted && keyed {
+		out["Q3"] = r.decide("NO", nil)
+	} else {
+		out["Q3"] = r.decide("UNKNOWN", nil)
+	}
+	return out
+}
+
+func itoa(n int) string { return fmtInt(n) }
