@@ -255,6 +255,16 @@ func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error
 				old = lastBefore
 			}
 			attr = attributionOf(first, old, newPath, def)
+			// Without a reset the smoothed RTT after the migration carries
+			// on from the old path's estimator, and queueing on path A can
+			// have raised that to about the new path's RTT: the value then
+			// cannot tell the two apart (picoquic measured 33–38 ms on a
+			// 20 ms path A against a 40 ms path B), whatever the configured
+			// RTTs say. After a reset the estimator starts afresh and the
+			// configured RTTs decide as above.
+			if q1 == "NO" && lastBefore > 0 && newPath > 0 && attr != "default" && roughly(lastBefore, newPath, 0.25) {
+				attr = ""
+			}
 			if w := q3Of(attr); w != "" {
 				q3 = w
 			}

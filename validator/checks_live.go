@@ -339,6 +339,18 @@ func checkIPChange(v *Validator, doc, im gjson.Result) (Status, string) {
 				d.note("%s: client log: local address now %s", id, nw)
 				continue
 			}
+			// A repetition claimed only as a path change (never as an IP
+			// migration) is what a trace without addresses can show: a
+			// PATH_CHALLENGE answered by a PATH_RESPONSE.
+			if kind == "path-change" {
+				if at, ok := pathValidated(f); ok {
+					verified++
+					d.note("%s: %s logs no addresses; path validated at %d µs (claimed path-change, not ip)", id, f.Format, at)
+				} else {
+					d.fail("%s: claimed path-change, but %s holds no PATH_CHALLENGE answered by a PATH_RESPONSE", id, f.Format)
+				}
+				continue
+			}
 			d.unverifiable("%s: %s logs no addresses", id, f.Format)
 			continue
 		}
@@ -1152,4 +1164,19 @@ func sortedInts(m map[string]int) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, " ")
+}
+
+// pathValidated finds the first PATH_RESPONSE (sent or received) that
+// follows a PATH_CHALLENGE in f, and its instant.
+func pathValidated(f *traceFacts) (int64, bool) {
+	challenged := false
+	for _, e := range f.Events {
+		switch {
+		case strings.HasPrefix(e.Kind, "challenge_"):
+			challenged = true
+		case challenged && strings.HasPrefix(e.Kind, "response_"):
+			return e.T, true
+		}
+	}
+	return 0, false
 }

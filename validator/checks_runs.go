@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,8 +83,15 @@ func readRunID(path string) (*runID, error) {
 	head := bytes.TrimLeft(data[:min(len(data), 4096)], " \t\r\n\x1e")
 	switch {
 	case bytes.Contains(head, []byte(`"qlog_version": "draft-00"`)) || bytes.Contains(head, []byte(`"event_fields"`)):
+		// picoquic's draft-00 qlog prints sin_port as stored, in network
+		// byte order (loglib/qlog.c, no ntohs): on a little-endian
+		// machine the real port 40854 reads 38559. Both readings are kept,
+		// so the check holds whether or not a version fixes it.
 		for _, m := range draftAddr.FindAllSubmatch(data, -1) {
 			eps[string(m[1])+":"+string(m[2])] = true
+			if p, err := strconv.ParseUint(string(m[2]), 10, 16); err == nil {
+				eps[string(m[1])+":"+strconv.FormatUint(uint64(bits.ReverseBytes16(uint16(p))), 10)] = true
+			}
 		}
 	case len(head) > 0 && head[0] != '{' && head[0] != '[':
 		rows, csvEps := csvEndpoints(data)

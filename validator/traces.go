@@ -150,41 +150,49 @@ func readJSONSeq(data []byte) (*traceFacts, error) {
 			if strings.HasSuffix(name, "received") {
 				dir = "received"
 			}
-			if dir == "sent" {
-				if pn := d.Get("header.packet_number"); pn.Exists() {
-					if f.Sent == nil {
-						f.Sent = map[int64]int64{}
-					}
-					if _, dup := f.Sent[pn.Int()]; !dup {
-						f.Sent[pn.Int()] = t
-					}
-				}
-			}
-			d.Get("frames").ForEach(func(_, fr gjson.Result) bool {
-				switch fr.Get("frame_type").String() {
-				case "ack":
-					if dir == "received" {
-						largest := int64(-1)
-						fr.Get("acked_ranges").ForEach(func(_, rg gjson.Result) bool {
-							for _, x := range rg.Array() {
-								largest = max(largest, x.Int())
-							}
-							return true
-						})
-						if largest >= 0 {
-							f.Acks = append(f.Acks, ack{T: t, Largest: largest})
-						}
-					}
-				case "path_challenge":
-					f.Events = append(f.Events, pathEvent{T: t, Kind: "challenge_" + dir})
-				case "path_response":
-					f.Events = append(f.Events, pathEvent{T: t, Kind: "response_" + dir})
-				}
-				return true
-			})
+			f.packet(t, dir, d)
 		}
 	}
 	return f, nil
+}
+
+// packet records what a packet_sent or packet_received event holds (the
+// same fields in JSON-SEQ qlog and picoquic's positional draft-00): the
+// first send instant of each packet number, the largest packet number each
+// received ACK covers, and path-validation frames.
+func (f *traceFacts) packet(t int64, dir string, d gjson.Result) {
+	if dir == "sent" {
+		if pn := d.Get("header.packet_number"); pn.Exists() {
+			if f.Sent == nil {
+				f.Sent = map[int64]int64{}
+			}
+			if _, dup := f.Sent[pn.Int()]; !dup {
+				f.Sent[pn.Int()] = t
+			}
+		}
+	}
+	d.Get("frames").ForEach(func(_, fr gjson.Result) bool {
+		switch fr.Get("frame_type").String() {
+		case "ack":
+			if dir == "received" {
+				largest := int64(-1)
+				fr.Get("acked_ranges").ForEach(func(_, rg gjson.Result) bool {
+					for _, x := range rg.Array() {
+						largest = max(largest, x.Int())
+					}
+					return true
+				})
+				if largest >= 0 {
+					f.Acks = append(f.Acks, ack{T: t, Largest: largest})
+				}
+			}
+		case "path_challenge":
+			f.Events = append(f.Events, pathEvent{T: t, Kind: "challenge_" + dir})
+		case "path_response":
+			f.Events = append(f.Events, pathEvent{T: t, Kind: "response_" + dir})
+		}
+		return true
+	})
 }
 
 // readPositionalQlog reads picoquic's draft-00 document: positional events
@@ -233,15 +241,7 @@ func readPositionalQlog(data []byte) (*traceFacts, error) {
 			if name == "packet_received" {
 				dir = "received"
 			}
-			d.Get("frames").ForEach(func(_, fr gjson.Result) bool {
-				switch fr.Get("frame_type").String() {
-				case "path_challenge":
-					f.Events = append(f.Events, pathEvent{T: t, Kind: "challenge_" + dir})
-				case "path_response":
-					f.Events = append(f.Events, pathEvent{T: t, Kind: "response_" + dir})
-				}
-				return true
-			})
+			f.packet(t, dir, d)
 		}
 		return true
 	})

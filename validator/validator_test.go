@@ -98,9 +98,9 @@ func failures(rs []Result) []string {
 func TestFixturePasses(t *testing.T) {
 	f := buildFixture(t)
 	rs := f.validator().Check(f.raw)
-	// The quic-go traces log no addresses and its fixture runs keep no
-	// client log: the IP change is honestly unverifiable from them.
-	allowed := map[string]Status{"quic-go/ip-change": Unverifiable}
+	// The quic-go traces log no addresses, but the fixture claims only a
+	// path change, which their PATH_CHALLENGE/PATH_RESPONSE exchange shows.
+	allowed := map[string]Status{}
 	for _, r := range rs {
 		want := Pass
 		if s, ok := allowed[r.ID]; ok {
@@ -461,4 +461,21 @@ func TestPlantedFaultsRealSurvey(t *testing.T) {
 			t.Fatalf("no check %s", tc.check)
 		})
 	}
+}
+
+// A trace without addresses verifies a claimed path change by its path
+// validation, never an IP change: claiming one is UNVERIFIABLE, not PASS.
+func TestPathChangeIsNotAnIPChange(t *testing.T) {
+	f := buildFixture(t)
+	qg := implIndex(t, f.raw, "quic-go")
+	raw := setJSON(t, f.raw, "ip", "implementations", qg, "live", "repetitions", 0, "migration", "kind")
+	for _, r := range f.validator().Check(raw) {
+		if r.ID == "quic-go/ip-change" {
+			if r.Status != Unverifiable && r.Status != Fail {
+				t.Errorf("an IP change claimed from a trace without addresses: %s %s", r.Status, r.Found)
+			}
+			return
+		}
+	}
+	t.Fatal("no quic-go/ip-change check")
 }
