@@ -150,7 +150,7 @@ func fidelityProblems(man, rep gjson.Result) (float64, float64, []string) {
 			out = append(out, fmt.Sprintf("host stall of %.1f ms at %+.3f s into the verdict window (limit %.1f ms)", float64(late)/1e6, float64(at-from)/1e9, float64(maxStall)/1e6))
 		}
 	}
-	if span := float64(to-from) / 1e6; float64(win.Get("sentinel_samples").Int()) < fidMinSentinelShare*span {
+	if span := float64(to-from) / 1e6; span >= 10 && float64(win.Get("sentinel_samples").Int()) < fidMinSentinelShare*span {
 		out = append(out, fmt.Sprintf("the sentinel woke %d times in %.0f ms: host stalls unknown", win.Get("sentinel_samples").Int(), span))
 	}
 	var worstFrac float64

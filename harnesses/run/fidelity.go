@@ -234,7 +234,7 @@ func anchorFor(sc Scenario, netw Net, rep FidelityWindow, res RepResult, an *dis
 func JudgeFidelity(r FidelityRule, win FidelityWindow, samples []FidelityWindow) []string {
 	var out []string
 	span := float64(win.ToNS-win.FromNS) / 1e6 // expected 1 ms wake-ups
-	if span > 0 && float64(win.SentinelSamples) < r.MinSentinelShare*span {
+	if span >= 10 && float64(win.SentinelSamples) < r.MinSentinelShare*span {
 		out = append(out, fmt.Sprintf("the sentinel woke %d times in a %.0f ms window (want ≥ %.0f%%): host stalls unknown", win.SentinelSamples, span, 100*r.MinSentinelShare))
 	}
 	var over []Stall
