@@ -87,6 +87,9 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 			if calScope != tbnet.CalibrateFull && calScope != tbnet.CalibrateOperatingPoint {
 				return fmt.Errorf("unknown --calibration %q (full or operating-point)", calScope)
 			}
+			if retries < 0 {
+				return fmt.Errorf("--retries must be 0 or more, got %d", retries)
+			}
 			if os.Geteuid() != 0 {
 				return fmt.Errorf("run needs root (network namespaces, TUN devices); rerun with sudo")
 			}
@@ -99,9 +102,6 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if retries < 0 {
-				return fmt.Errorf("--retries must be 0 or more, got %d", retries)
-			}
 			tuning := testbed.DefaultTuning()
 			tuning.PinCPUs, tuning.Spin, tuning.Mlock = pinCPUs, spin, !noMlock
 			r := retries
