@@ -14,7 +14,7 @@ import (
 const (
 	fidLateToleranceNS  = 1_000_000 // a packet later than this after its schedule is late
 	fidMaxLateFraction  = 0.01      // share of late packets per direction in the verdict window
-	fidMinPackets       = 20        // directions with fewer packets are not judged on their share
+	fidMaxLatePackets   = 2         // ... or this many late packets, whichever is more
 	fidSampleMaxLateNS  = 1_000_000 // around an RTT-attribution sample: every packet
 	fidSampleMaxStallNS = 2_000_000 // and every host stall
 	fidMinSentinelShare = 0.5       // the sentinel must have woken for half the window's milliseconds
@@ -96,6 +96,7 @@ func fidelityProblems(man, rep gjson.Result) (float64, float64, []string) {
 	}{
 		{"late_tolerance_ns", rule.Get("late_tolerance_ns").Float(), fidLateToleranceNS},
 		{"max_late_fraction", rule.Get("max_late_fraction").Float(), fidMaxLateFraction},
+		{"max_late_packets", rule.Get("max_late_packets").Float(), fidMaxLatePackets},
 		{"max_stall_ns", rule.Get("max_stall_ns").Float(), float64(maxStall)},
 		{"sample_max_late_ns", rule.Get("sample_max_late_ns").Float(), fidSampleMaxLateNS},
 		{"sample_max_stall_ns", rule.Get("sample_max_stall_ns").Float(), fidSampleMaxStallNS},
@@ -160,11 +161,11 @@ func fidelityProblems(man, rep gjson.Result) (float64, float64, []string) {
 			out = append(out, fmt.Sprintf("path %s: %d late of %d packets is impossible", k.String(), late, n))
 			return true
 		}
-		if n >= fidMinPackets {
+		if n > 0 {
 			fr := float64(late) / float64(n)
 			worstFrac = math.Max(worstFrac, fr)
-			if fr > fidMaxLateFraction {
-				out = append(out, fmt.Sprintf("path %s: %d of %d packets (%.2f%%) later than %.1f ms in the verdict window (limit %.0f%%)", k.String(), late, n, 100*fr, fidLateToleranceNS/1e6, 100*fidMaxLateFraction))
+			if late > fidMaxLatePackets && fr > fidMaxLateFraction {
+				out = append(out, fmt.Sprintf("path %s: %d of %d packets (%.2f%%) later than %.1f ms in the verdict window (limit %.0f%% or %d packets)", k.String(), late, n, 100*fr, fidLateToleranceNS/1e6, 100*fidMaxLateFraction, fidMaxLatePackets))
 			}
 		}
 		if wd := dir.Get("write_drops").Int(); wd > 0 {

@@ -70,9 +70,13 @@ type FidelityRule struct {
 	// discriminator's convergence tolerance.
 	LateToleranceNS int64 `json:"late_tolerance_ns"`
 	// MaxLateFraction: at most this share of a direction's packets in the
-	// window may be late (smoothed RTT and the window curve average over
-	// many samples; 1 % of them cannot move either visibly).
+	// window may be late, or MaxLatePackets if that is more (smoothed RTT
+	// is an average with gain 1/8 and the window curve spans thousands of
+	// packets: 1 % of the samples, or two late ACKs on a quiet direction,
+	// cannot move either visibly; the one sample the RTT verdict reads has
+	// its own rule below).
 	MaxLateFraction float64 `json:"max_late_fraction"`
+	MaxLatePackets  int     `json:"max_late_packets"`
 	// MaxStallNS: no host stall in the window may be longer. A stall
 	// freezes the endpoints as well as the emulator. Every direction is
 	// FIFO, so a stall cannot make a packet look lost (RFC 9002 needs a
@@ -104,6 +108,7 @@ func DefaultFidelityRule(minRTT time.Duration) FidelityRule {
 	return FidelityRule{
 		LateToleranceNS:  int64(time.Millisecond),
 		MaxLateFraction:  0.01,
+		MaxLatePackets:   2,
 		MaxStallNS:       stall,
 		SampleMaxLateNS:  int64(time.Millisecond),
 		SampleMaxStallNS: int64(2 * time.Millisecond),
@@ -256,8 +261,8 @@ func JudgeFidelity(r FidelityRule, win FidelityWindow, samples []FidelityWindow)
 	}
 	for _, k := range sortedDirs(win.Dirs) {
 		d := win.Dirs[k]
-		if d.Packets >= 20 && d.LateFraction > r.MaxLateFraction {
-			out = append(out, fmt.Sprintf("path %s: %d of %d packets (%.2f%%) later than %.1f ms (limit %.0f%%), worst %.1f ms", k, d.LateOver, d.Packets, 100*d.LateFraction, msf(r.LateToleranceNS), 100*r.MaxLateFraction, msf(d.LateMaxNS)))
+		if d.LateOver > r.MaxLatePackets && d.LateFraction > r.MaxLateFraction {
+			out = append(out, fmt.Sprintf("path %s: %d of %d packets (%.2f%%) later than %.1f ms (limit %.0f%% or %d packets), worst %.1f ms", k, d.LateOver, d.Packets, 100*d.LateFraction, msf(r.LateToleranceNS), 100*r.MaxLateFraction, r.MaxLatePackets, msf(d.LateMaxNS)))
 		}
 		if d.WriteDrops > 0 {
 			out = append(out, fmt.Sprintf("path %s: %d packets the emulator could not deliver (write failed)", k, d.WriteDrops))

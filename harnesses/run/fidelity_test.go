@@ -17,7 +17,7 @@ func TestJudgeFidelity(t *testing.T) {
 	clean := func() FidelityWindow {
 		return FidelityWindow{FromNS: from, ToNS: to, SentinelSamples: 1990, Dirs: map[string]DirFidelity{
 			"B/down": {Packets: 3000, LateOver: 3, LateMaxNS: 2e6},
-			"B/up":   {Packets: 10, LateOver: 2, LateMaxNS: 3e6}, // too few packets to judge a share
+			"B/up":   {Packets: 70, LateOver: 2, LateMaxNS: 3e6}, // 2.9 %, but only two packets
 		}}
 	}
 	tests := []struct {
@@ -40,6 +40,11 @@ func TestJudgeFidelity(t *testing.T) {
 			d.LateOver, d.LateFraction = 60, 0.02
 			w.Dirs["B/down"] = d
 		}, "path B/down: 60 of 3000 packets (2.00%)"},
+		{"three late on a quiet direction", func(w *FidelityWindow, _ *[]FidelityWindow) {
+			d := w.Dirs["B/up"]
+			d.LateOver = 3
+			w.Dirs["B/up"] = d
+		}, "path B/up: 3 of 70 packets"},
 		{"no sentinel", func(w *FidelityWindow, _ *[]FidelityWindow) { w.SentinelSamples = 0 }, "host stalls unknown"},
 		{"late packet at the RTT sample", func(_ *FidelityWindow, s *[]FidelityWindow) {
 			*s = []FidelityWindow{{SentinelSamples: 60, Dirs: map[string]DirFidelity{"B/up": {Packets: 5, LateMaxNS: 1.5e6}}}}
