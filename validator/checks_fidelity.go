@@ -20,6 +20,7 @@ const (
 	fidMinSentinelShare = 0.5       // the sentinel must have woken for half the window's milliseconds
 	fidSampleLeadUS     = 5_000     // a sample window starts one sample RTT and 5 ms before it
 	fidDefaultMinRTTUS  = 20_000    // when neither manifest nor survey gives a path RTT
+	fidResetWindowRTTs  = 2         // the stall rule holds to this many new-path RTTs after the first decrease
 )
 
 func init() {
@@ -100,6 +101,7 @@ func fidelityProblems(man, rep gjson.Result) (float64, float64, []string) {
 		{"max_stall_ns", rule.Get("max_stall_ns").Float(), float64(maxStall)},
 		{"sample_max_late_ns", rule.Get("sample_max_late_ns").Float(), fidSampleMaxLateNS},
 		{"sample_max_stall_ns", rule.Get("sample_max_stall_ns").Float(), fidSampleMaxStallNS},
+		{"reset_window_rtts", rule.Get("reset_window_rtts").Float(), fidResetWindowRTTs},
 	} {
 		if r.got > r.want {
 			out = append(out, fmt.Sprintf("rule %s is %g, looser than %g", r.name, r.got, r.want))
@@ -113,6 +115,7 @@ func fidelityProblems(man, rep gjson.Result) (float64, float64, []string) {
 	// The window must cover what the verdict rests on: the survey's scope
 	// and its first post-migration RTT sample, placed by the anchor.
 	anc := f.Get("anchor")
+	resetFrom, resetTo := from, to // without an anchor: the whole window
 	if !anc.Exists() {
 		out = append(out, "no anchor ties the trace's clock to the emulator's: the verdict window cannot be placed")
 	} else {
@@ -123,6 +126,19 @@ func fidelityProblems(man, rep gjson.Result) (float64, float64, []string) {
 		if pv == 0 {
 			pv = rep.Get("migration.at_us").Int()
 		}
+		// The reset window: scope start to two new-path RTTs after the
+		// first window decrease at or after the migration.
+		end := rep.Get("scope_to_us").Int()
+		first := int64(-1)
+		for _, e := range rep.Get("events").Array() {
+			if at := e.Get("at_us").Int(); at >= pv && (first < 0 || at < first) {
+				first = at
+			}
+		}
+		if first >= 0 {
+			end = min(end, first+fidResetWindowRTTs*newRTTUS(man, rep))
+		}
+		resetFrom, resetTo = mono(rep.Get("scope_from_us").Int()), mono(end)
 		if t := anc.Get("trace_us").Int(); t != pv {
 			out = append(out, fmt.Sprintf("anchor at trace %d µs, the survey's migration is at %d µs", t, pv))
 		}
@@ -146,9 +162,12 @@ func fidelityProblems(man, rep gjson.Result) (float64, float64, []string) {
 			continue
 		}
 		seen[at] = true
+		if at < resetFrom || at > resetTo {
+			continue
+		}
 		worst = math.Max(worst, float64(late)/1e6)
 		if late > maxStall {
-			out = append(out, fmt.Sprintf("host stall of %.1f ms at %+.3f s into the verdict window (limit %.1f ms)", float64(late)/1e6, float64(at-from)/1e9, float64(maxStall)/1e6))
+			out = append(out, fmt.Sprintf("host stall of %.1f ms in the reset window, %+.3f s into the verdict window (limit %.1f ms)", float64(late)/1e6, float64(at-from)/1e9, float64(maxStall)/1e6))
 		}
 	}
 	if span := float64(to-from) / 1e6; span >= 10 && float64(win.Get("sentinel_samples").Int()) < fidMinSentinelShare*span {
@@ -190,6 +209,18 @@ func fidelityProblems(man, rep gjson.Result) (float64, float64, []string) {
 		}
 	}
 	return worst, worstFrac, out
+}
+
+// newRTTUS is the configured RTT of the path migrated to: the manifest's
+// path B, else the survey's new-path RTT, else twice the study's 20 ms.
+func newRTTUS(man, rep gjson.Result) int64 {
+	if r := man.Get("paths.B.rtt_us").Int(); r > 0 {
+		return r
+	}
+	if r := rep.Get("new_path_rtt_us").Int(); r > 0 {
+		return r
+	}
+	return 2 * fidDefaultMinRTTUS
 }
 
 // minRTTUS is the shortest configured path RTT: the manifest's paths, else

@@ -63,9 +63,14 @@ func TestFidelityCheck(t *testing.T) {
 		{"as recorded", nil, ""},
 		// The reset follows path validation by about one RTT: a 25 ms
 		// stall 30 ms after it is inside the reset window.
-		{"stall inside the reset window", addStall(anchor+30_000_000, 25_000_000), "host stall of 25.0 ms"},
+		{"stall inside the reset window", addStall(anchor+30_000_000, 25_000_000), "host stall of 25.0 ms in the reset window"},
 		{"the same stall long before the migration", addStall(anchor-4_000_000_000, 25_000_000), ""},
 		{"a short stall inside the window", addStall(anchor+30_000_000, 4_000_000), ""},
+		// The fixture's first decrease after the migration is at 5.041 s
+		// (41 ms after validation; the reset follows 2 ms later): the
+		// reset window ends two 40 ms RTTs after it; a long stall 1.5 s on
+		// is judged by the packets' lateness, not as a stall.
+		{"a long stall late in the scope", addStall(anchor+1_500_000_000, 25_000_000), ""},
 		{"3% of packets late", set("fidelity.window.dirs.B/down.late_over_tolerance", 93), "93 of 3100 packets"},
 		{"rule loosened by the manifest", set("fidelity.rule.max_stall_ns", 50_000_000), "looser"},
 		{"window ends before the scope", set("fidelity.window.to_ns", anchor+500_000_000), "does not cover"},

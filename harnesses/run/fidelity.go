@@ -77,16 +77,23 @@ type FidelityRule struct {
 	// its own rule below).
 	MaxLateFraction float64 `json:"max_late_fraction"`
 	MaxLatePackets  int     `json:"max_late_packets"`
-	// MaxStallNS: no host stall in the window may be longer. A stall
-	// freezes the endpoints as well as the emulator. Every direction is
-	// FIFO, so a stall cannot make a packet look lost (RFC 9002 needs a
-	// later packet acknowledged first, or 9/8 RTT without one while later
-	// ones are), and a PTO alone does not touch the window; what a stall
-	// does is shift the ACK clock. Half the shortest path RTT (10 ms at
-	// 20 ms) keeps that shift below the difference between the paths the
-	// verdict tells apart, and far below the 3 PTOs of persistent
-	// congestion, the one way a pause collapses a window.
+	// MaxStallNS: no host stall in the reset window may be longer. The
+	// reset window runs from the scope's start (before path validation)
+	// to two new-path RTTs after the first window decrease that follows
+	// the migration (the end of the scope when there is none): the
+	// exchange the Q1 verdict reads. A stall freezes the endpoints;
+	// every direction is FIFO, so it cannot make a packet look lost
+	// (RFC 9002 needs a later packet acknowledged first, or 9/8 RTT
+	// without one while later ones are), and a PTO alone does not touch
+	// the window; what a stall does is shift the ACK clock. Half the
+	// shortest path RTT (10 ms at 20 ms) keeps that shift below the
+	// difference between the paths the verdict tells apart, and far below
+	// the 3 PTOs of persistent congestion, the one way a pause collapses a
+	// window. Later in the scope the packets' own lateness is the measure.
 	MaxStallNS int64 `json:"max_stall_ns"`
+	// ResetWindowRTTs is how many new-path RTTs after the first decrease
+	// the reset window extends.
+	ResetWindowRTTs int `json:"reset_window_rtts"`
 	// SampleMaxLateNS / SampleMaxStallNS hold around each RTT-attribution
 	// sample (from one sample RTT + 5 ms before it to it): every packet
 	// within the tolerance and no stall longer than twice it, so that the
@@ -110,6 +117,7 @@ func DefaultFidelityRule(minRTT time.Duration) FidelityRule {
 		MaxLateFraction:  0.01,
 		MaxLatePackets:   2,
 		MaxStallNS:       stall,
+		ResetWindowRTTs:  2,
 		SampleMaxLateNS:  int64(time.Millisecond),
 		SampleMaxStallNS: int64(2 * time.Millisecond),
 		MinSentinelShare: 0.5,
@@ -132,12 +140,21 @@ type Fidelity struct {
 	WindowBasis string         `json:"window_basis"`
 	// Samples are the windows around the RTT-attribution samples.
 	Samples []FidelityWindow `json:"rtt_sample_windows,omitempty"`
+	// ResetWindows are where the stall rule applies (emulator ns).
+	ResetWindows []Span `json:"reset_windows,omitempty"`
 	// Held is true when every part of the rule held; Problems says what
 	// did not, with numbers.
 	Held     bool     `json:"held"`
 	Problems []string `json:"problems,omitempty"`
 	Summary  string   `json:"summary"`
 	Error    string   `json:"error,omitempty"`
+}
+
+// Span is an interval of the emulator's clock with how it was placed.
+type Span struct {
+	FromNS int64  `json:"from_ns"`
+	ToNS   int64  `json:"to_ns"`
+	Basis  string `json:"basis"`
 }
 
 // FidelityAnchor maps trace time to emulator time.
@@ -173,10 +190,16 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 	if f.Anchor != nil && an != nil && an.Migration.Found {
 		lo, hi := an.ScopeFromUS, an.ScopeToUS
 		var samples [][2]int64
-		for _, a := range []*discriminator.Analysis{an, ret} {
+		for i, a := range []*discriminator.Analysis{an, ret} {
 			if a == nil {
 				continue
 			}
+			newRTT := netw.PathRTT(PathB)
+			if i == 1 || !sc.IsIPMigration() {
+				newRTT = netw.PathRTT(PathA)
+			}
+			rw := ResetWindow(a, newRTT, f.Rule.ResetWindowRTTs)
+			f.ResetWindows = append(f.ResetWindows, Span{FromNS: f.Anchor.traceToMono(rw.FromNS / 1000), ToNS: f.Anchor.traceToMono(rw.ToNS / 1000), Basis: rw.Basis})
 			lo, hi = min(lo, a.ScopeFromUS), max(hi, a.ScopeToUS)
 			if s := a.RTT; s.FirstAfterAtUS > 0 && s.FirstAfterUS > 0 {
 				sFrom := s.FirstAfterAtUS - s.FirstAfterUS - 5000
@@ -202,7 +225,10 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 		return f
 	}
 	f.Window = win
-	f.Problems = JudgeFidelity(f.Rule, win, f.Samples)
+	if len(f.ResetWindows) == 0 {
+		f.ResetWindows = []Span{{FromNS: win.FromNS, ToNS: win.ToNS, Basis: "the whole verdict window"}}
+	}
+	f.Problems = JudgeFidelity(f.Rule, win, f.ResetWindows, f.Samples)
 	f.Held = len(f.Problems) == 0
 	f.Summary = summariseFidelity(f)
 	return f
@@ -234,9 +260,34 @@ func anchorFor(sc Scenario, netw Net, rep FidelityWindow, res RepResult, an *dis
 	return nil
 }
 
-// JudgeFidelity applies the rule to a verdict window and its RTT-sample
-// windows and returns what did not hold, with numbers (nil: it held).
-func JudgeFidelity(r FidelityRule, win FidelityWindow, samples []FidelityWindow) []string {
+// ResetWindow is where the stall rule applies, in trace µs (FromNS/ToNS
+// hold µs × 1000 of the trace clock): from the scope's start to rtts
+// new-path RTTs after the first window decrease at or after the
+// migration, or to the scope's end when there is none.
+func ResetWindow(a *discriminator.Analysis, newRTT time.Duration, rtts int) Span {
+	mig := a.Migration.PathValidationAtUS
+	if mig == 0 {
+		mig = a.Migration.AtUS
+	}
+	first := int64(-1)
+	for _, e := range a.Events {
+		if e.AtUS >= mig && (first < 0 || e.AtUS < first) {
+			first = e.AtUS
+		}
+	}
+	if first < 0 {
+		return Span{FromNS: a.ScopeFromUS * 1000, ToNS: a.ScopeToUS * 1000,
+			Basis: fmt.Sprintf("trace %.3f–%.3f s: no window decrease after the migration, the whole scope", float64(a.ScopeFromUS)/1e6, float64(a.ScopeToUS)/1e6)}
+	}
+	to := min(first+int64(rtts)*newRTT.Microseconds(), a.ScopeToUS)
+	return Span{FromNS: a.ScopeFromUS * 1000, ToNS: to * 1000,
+		Basis: fmt.Sprintf("trace %.3f–%.3f s: scope start to %d new-path RTTs after the first decrease after the migration (%.3f s)", float64(a.ScopeFromUS)/1e6, float64(to)/1e6, rtts, float64(first)/1e6)}
+}
+
+// JudgeFidelity applies the rule to a verdict window, its reset windows
+// (where the stall rule applies) and its RTT-sample windows and returns
+// what did not hold, with numbers (nil: it held).
+func JudgeFidelity(r FidelityRule, win FidelityWindow, resets []Span, samples []FidelityWindow) []string {
 	var out []string
 	span := float64(win.ToNS-win.FromNS) / 1e6 // expected 1 ms wake-ups
 	if span >= 10 && float64(win.SentinelSamples) < r.MinSentinelShare*span {
@@ -244,8 +295,16 @@ func JudgeFidelity(r FidelityRule, win FidelityWindow, samples []FidelityWindow)
 	}
 	var over []Stall
 	var worst Stall
+	inReset := func(at int64) bool {
+		for _, rw := range resets {
+			if at >= rw.FromNS && at <= rw.ToNS {
+				return true
+			}
+		}
+		return false
+	}
 	for _, s := range win.Stalls {
-		if s.LateNS > r.MaxStallNS {
+		if s.LateNS > r.MaxStallNS && inReset(s.AtNS) {
 			over = append(over, s)
 			if s.LateNS > worst.LateNS {
 				worst = s
@@ -255,9 +314,9 @@ func JudgeFidelity(r FidelityRule, win FidelityWindow, samples []FidelityWindow)
 	switch len(over) {
 	case 0:
 	case 1:
-		out = append(out, fmt.Sprintf("host stall of %.1f ms at %+.3f s into the window (limit %.1f ms)", msf(worst.LateNS), float64(worst.AtNS-win.FromNS)/1e9, msf(r.MaxStallNS)))
+		out = append(out, fmt.Sprintf("host stall of %.1f ms in the reset window, %+.3f s into the verdict window (limit %.1f ms)", msf(worst.LateNS), float64(worst.AtNS-win.FromNS)/1e9, msf(r.MaxStallNS)))
 	default:
-		out = append(out, fmt.Sprintf("%d host stalls longer than %.1f ms in the window, the worst %.1f ms at %+.3f s into it", len(over), msf(r.MaxStallNS), msf(worst.LateNS), float64(worst.AtNS-win.FromNS)/1e9))
+		out = append(out, fmt.Sprintf("%d host stalls longer than %.1f ms in the reset window, the worst %.1f ms at %+.3f s into the verdict window", len(over), msf(r.MaxStallNS), msf(worst.LateNS), float64(worst.AtNS-win.FromNS)/1e9))
 	}
 	for _, k := range sortedDirs(win.Dirs) {
 		d := win.Dirs[k]

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/migaudit/migaudit/discriminator"
 )
 
 func TestJudgeFidelity(t *testing.T) {
@@ -31,10 +33,13 @@ func TestJudgeFidelity(t *testing.T) {
 		}, ""},
 		{"stall over the limit", func(w *FidelityWindow, _ *[]FidelityWindow) {
 			w.Stalls = []Stall{{AtNS: from + 5e8, LateNS: 25e6}}
-		}, "host stall of 25.0 ms at +0.500 s"},
+		}, "host stall of 25.0 ms in the reset window, +0.500 s into the verdict window"},
 		{"many stalls", func(w *FidelityWindow, _ *[]FidelityWindow) {
 			w.Stalls = []Stall{{AtNS: from + 1e8, LateNS: 12e6}, {AtNS: from + 2e8, LateNS: 40e6}}
-		}, "2 host stalls longer than 10.0 ms in the window, the worst 40.0 ms at +0.200 s"},
+		}, "2 host stalls longer than 10.0 ms in the reset window, the worst 40.0 ms at +0.200 s"},
+		{"long stall after the reset window", func(w *FidelityWindow, _ *[]FidelityWindow) {
+			w.Stalls = []Stall{{AtNS: from + 15e8, LateNS: 40e6}}
+		}, ""},
 		{"late share", func(w *FidelityWindow, _ *[]FidelityWindow) {
 			d := w.Dirs["B/down"]
 			d.LateOver, d.LateFraction = 60, 0.02
@@ -63,7 +68,7 @@ func TestJudgeFidelity(t *testing.T) {
 				d.LateFraction = float64(d.LateOver) / float64(d.Packets)
 				w.Dirs[k] = d
 			}
-			got := JudgeFidelity(r, w, s)
+			got := JudgeFidelity(r, w, []Span{{FromNS: from, ToNS: from + 1e9}}, s)
 			if tc.wantSub == "" {
 				if len(got) != 0 {
 					t.Fatalf("problems %q, want none", got)
@@ -158,5 +163,31 @@ func TestRunReRunsSpoiledRepetitions(t *testing.T) {
 				t.Errorf("table has no fidelity column:\n%s", stdout.String())
 			}
 		})
+	}
+}
+
+func TestResetWindow(t *testing.T) {
+	a := func(events ...int64) *discriminator.Analysis {
+		an := &discriminator.Analysis{ScopeFromUS: 4_950_000, ScopeToUS: 7_000_000,
+			Migration: discriminator.Migration{Found: true, AtUS: 5_000_000, PathValidationAtUS: 5_000_000}}
+		for _, e := range events {
+			an.Events = append(an.Events, discriminator.Collapse{AtUS: e})
+		}
+		return an
+	}
+	tests := []struct {
+		name     string
+		an       *discriminator.Analysis
+		from, to int64 // µs
+	}{
+		{"reset one RTT after validation", a(4_000_000, 5_045_000, 6_000_000), 4_950_000, 5_125_000},
+		{"no decrease after the migration", a(4_000_000), 4_950_000, 7_000_000},
+		{"decrease near the scope's end", a(6_990_000), 4_950_000, 7_000_000},
+	}
+	for _, tc := range tests {
+		s := ResetWindow(tc.an, 40*time.Millisecond, 2)
+		if s.FromNS != tc.from*1000 || s.ToNS != tc.to*1000 {
+			t.Errorf("%s: %d–%d µs, want %d–%d (%s)", tc.name, s.FromNS/1000, s.ToNS/1000, tc.from, tc.to, s.Basis)
+		}
 	}
 }
