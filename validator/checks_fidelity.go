@@ -198,13 +198,13 @@ func fidelityProblems(man, rep gjson.Result) (float64, float64, []string) {
 	for i, s := range f.Get("rtt_sample_windows").Array() {
 		s.Get("dirs").ForEach(func(k, dir gjson.Result) bool {
 			if l := dir.Get("late_max_ns").Int(); l > fidSampleMaxLateNS {
-				out = append(out, fmt.Sprintf("RTT sample %d: a packet on %s %.1f ms late (limit %.1f ms)", i+1, k.String(), float64(l)/1e6, fidSampleMaxLateNS/1e6))
+				out = append(out, fmt.Sprintf("RTT sample %d: a packet on %s %.2f ms late (limit %.2f ms)", i+1, k.String(), float64(l)/1e6, fidSampleMaxLateNS/1e6))
 			}
 			return true
 		})
 		for _, st := range s.Get("stalls").Array() {
 			if l := st.Get("late_ns").Int(); l > fidSampleMaxStallNS {
-				out = append(out, fmt.Sprintf("RTT sample %d: host stall of %.1f ms (limit %.1f ms)", i+1, float64(l)/1e6, fidSampleMaxStallNS/1e6))
+				out = append(out, fmt.Sprintf("RTT sample %d: host stall of %.2f ms (limit %.2f ms)", i+1, float64(l)/1e6, fidSampleMaxStallNS/1e6))
 			}
 		}
 	}

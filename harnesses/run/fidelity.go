@@ -333,12 +333,12 @@ func JudgeFidelity(r FidelityRule, win FidelityWindow, resets []Span, samples []
 	for i, s := range samples {
 		for _, k := range sortedDirs(s.Dirs) {
 			if d := s.Dirs[k]; d.LateMaxNS > r.SampleMaxLateNS {
-				out = append(out, fmt.Sprintf("RTT sample %d: a packet on %s %.1f ms late (limit %.1f ms)", i+1, k, msf(d.LateMaxNS), msf(r.SampleMaxLateNS)))
+				out = append(out, fmt.Sprintf("RTT sample %d: a packet on %s %.2f ms late (limit %.2f ms)", i+1, k, msf(d.LateMaxNS), msf(r.SampleMaxLateNS)))
 			}
 		}
 		for _, st := range s.Stalls {
 			if st.LateNS > r.SampleMaxStallNS {
-				out = append(out, fmt.Sprintf("RTT sample %d: host stall of %.1f ms (limit %.1f ms)", i+1, msf(st.LateNS), msf(r.SampleMaxStallNS)))
+				out = append(out, fmt.Sprintf("RTT sample %d: host stall of %.2f ms (limit %.2f ms)", i+1, msf(st.LateNS), msf(r.SampleMaxStallNS)))
 			}
 		}
 	}
@@ -368,9 +368,17 @@ func summariseFidelity(f *Fidelity) string {
 		p99 = max(p99, d.LateP99NS)
 		worst = max(worst, d.LateMaxNS)
 	}
-	var smax int64
+	var smax, rmax int64
+	inReset := 0
 	for _, s := range w.Stalls {
 		smax = max(smax, s.LateNS)
+		for _, rw := range f.ResetWindows {
+			if s.AtNS >= rw.FromNS && s.AtNS <= rw.ToNS {
+				inReset++
+				rmax = max(rmax, s.LateNS)
+				break
+			}
+		}
 	}
 	word := "held"
 	if !f.Held {
@@ -380,8 +388,8 @@ func summariseFidelity(f *Fidelity) string {
 	if pk > 0 {
 		frac = 100 * float64(late) / float64(pk)
 	}
-	return fmt.Sprintf("%s: late>%.0fms %.2f%%, p99 %+.2f ms, worst %.1f ms, stalls %d (max %.1f ms) in %.2f s",
-		word, msf(f.Rule.LateToleranceNS), frac, msf(p99), msf(worst), len(w.Stalls), msf(smax), float64(w.ToNS-w.FromNS)/1e9)
+	return fmt.Sprintf("%s: late>%.0fms %.2f%%, p99 %+.2f ms, worst %.1f ms, stalls %d (max %.1f ms) in %.2f s, %d in the reset window (max %.1f ms)",
+		word, msf(f.Rule.LateToleranceNS), frac, msf(p99), msf(worst), len(w.Stalls), msf(smax), float64(w.ToNS-w.FromNS)/1e9, inReset, msf(rmax))
 }
 
 // stallWords describes the spoiling stalls for the final message.

@@ -53,10 +53,10 @@ func TestJudgeFidelity(t *testing.T) {
 		{"no sentinel", func(w *FidelityWindow, _ *[]FidelityWindow) { w.SentinelSamples = 0 }, "host stalls unknown"},
 		{"late packet at the RTT sample", func(_ *FidelityWindow, s *[]FidelityWindow) {
 			*s = []FidelityWindow{{SentinelSamples: 60, Dirs: map[string]DirFidelity{"B/up": {Packets: 5, LateMaxNS: 1.5e6}}}}
-		}, "RTT sample 1: a packet on B/up 1.5 ms late"},
+		}, "RTT sample 1: a packet on B/up 1.50 ms late"},
 		{"stall at the RTT sample", func(_ *FidelityWindow, s *[]FidelityWindow) {
 			*s = []FidelityWindow{{SentinelSamples: 60, Stalls: []Stall{{AtNS: 1, LateNS: 3e6}}}}
-		}, "RTT sample 1: host stall of 3.0 ms"},
+		}, "RTT sample 1: host stall of 3.00 ms"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
