@@ -26,6 +26,7 @@ func TestRunRefusals(t *testing.T) {
 		{[]string{"--impl", "msquic"}, "no source for msquic (https://github.com/microsoft/msquic)"},
 		{[]string{"--impl", "nosuch"}, "unknown implementation"},
 		{[]string{"--impl", "quic-go", "--scenario", "sideways"}, "unknown --scenario"},
+		{[]string{"--impl", "quic-go", "--retries", "-1"}, "--retries must be 0 or more"},
 	}
 	for _, tc := range tests {
 		cmd := newRunCmd()

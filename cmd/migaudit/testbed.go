@@ -151,7 +151,8 @@ func newTestbedCalibrateCmd() *cobra.Command {
   4 isolation   per-path counters: bound-to-A uses A only, B likewise, unbound follows the route flip
 It uses the testbed that is up (--name, or the only one) or brings one up for itself.
 The record (JSON, every figure) goes to --out or calibration-<name>-<UTC>.json; a failing
-gate exits 2 naming the gate and the numbers.`,
+gate exits 2 naming the gate and the numbers. Every tolerance is a veto here (strict);
+--sanity judges only systematic faults, as migaudit run does before its repetitions.`,
 		Example: `  migaudit testbed calibrate --quick
   migaudit testbed calibrate --name trial1 --out cal.json`,
 		Args: cobra.NoArgs,
@@ -164,6 +165,8 @@ gate exits 2 naming the gate and the numbers.`,
 	f.StringSliceVar(&opt.Calibrate.Paths, "path", nil, "calibrate only these paths (A, B)")
 	f.StringSliceVar(&skip, "skip", nil, "skip gates (timing, throughput, dispersion, isolation); recorded as skipped")
 	f.DurationVar(&opt.Calibrate.Transfer, "transfer", 0, "length of each throughput transfer (default 6s, quick 3s)")
+	var sanity bool
+	f.BoolVar(&sanity, "sanity", false, "fail only for a fault seen in every attempt (median delay or rate off, misrouting), not for jitter")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c, err := cfg()
 		if err != nil {
@@ -171,6 +174,7 @@ gate exits 2 naming the gate and the numbers.`,
 		}
 		opt.Config = c
 		opt.Calibrate.SkipGates = skip
+		opt.Calibrate.Strict = !sanity
 		if err := testbed.Preflight(); err != nil {
 			return err
 		}

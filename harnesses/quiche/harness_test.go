@@ -184,6 +184,11 @@ func TestRunOneRepetition(t *testing.T) {
 		t.Fatalf("%d repetitions", len(sum.Reps))
 	}
 	r := sum.Reps[0]
+	if r.Status == "SPOILED" && r.Fidelity != nil && r.Fidelity.Error == "" {
+		// One host stall is absorbed by the runner's re-runs; a host that
+		// spoiled every attempt measured itself, not quiche.
+		t.Skipf("host too busy: %d attempts spoiled, the last by: %v", len(sum.Spoiled)+1, r.Fidelity.Problems)
+	}
 	if r.Status != "VALID" {
 		t.Fatalf("repetition %s: %s %v", r.Status, r.Error, r.Verification.Problems)
 	}

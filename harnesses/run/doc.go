@@ -9,7 +9,11 @@
 // never-reused directory per repetition, calls RunRep, verifies from the
 // server's trace that the migration was what the scenario claims, parses the
 // traces with parsers/, runs the discriminator and writes the manifest and
-// analysis.
+// analysis. When the network is a FidelityMeter (the testbed is), it also
+// writes the emulator's fidelity record and counts the repetition only if
+// the emulation held inside the verdict's window (JudgeFidelity); a
+// repetition the host spoiled is moved to spoiled/ and re-run
+// (Options.Retries).
 //
 // The interface is deliberately narrow and stable:
 //

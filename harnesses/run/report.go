@@ -23,20 +23,29 @@ func PrintTable(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "%s %s, scenario %s, cc %s, %s; path A %s, path B %s\n", s.Implementation, s.Version, s.Scenario, orDefault(s.CC),
 		cal, s.Calibration.Paths[PathA], s.Calibration.Paths[PathB])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "REP\tSTATUS\tCLIENT MOVED TO\tWINDOW BEFORE\tWINDOW AFTER\tRESET\tFIRST RTT AFTER\tRTT IS\tQ1\tQ3\tCOMPLETE")
-	for _, r := range s.Reps {
+	fmt.Fprintln(tw, "REP\tSTATUS\tCLIENT MOVED TO\tWINDOW BEFORE\tWINDOW AFTER\tRESET\tFIRST RTT AFTER\tRTT IS\tQ1\tQ3\tCOMPLETE\tFIDELITY (VERDICT WINDOW)")
+	for _, r := range allAttempts(s) {
 		moved := "-"
 		if len(r.Verification.Evidence) > 0 || len(r.Verification.Problems) > 0 {
 			moved = movedTo(r)
 		}
+		id := strconv.Itoa(r.Rep)
+		if r.Attempt > 1 || r.Status == "SPOILED" {
+			id = fmt.Sprintf("%d.%d", r.Rep, r.Attempt)
+		}
+		fid := "-"
+		if r.Fidelity != nil {
+			fid = r.Fidelity.Summary
+		}
 		a := r.Analysis
-		if a == nil {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%v\n", r.Rep, r.Status, moved, r.Completed)
+		if a == nil || r.Status == "SPOILED" {
+			// Never a verdict on spoiled data.
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%v\t%s\n", id, r.Status, moved, r.Completed, fid)
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s B\t%s B\t%v\t%s\t%s\t%s\t%s\t%v\n", r.Rep, r.Status, moved,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s B\t%s B\t%v\t%s\t%s\t%s\t%s\t%v\t%s\n", id, r.Status, moved,
 			Thousands(a.WindowBeforeBytes), Thousands(a.WindowAfterBytes), a.ResetObserved,
-			ms(a.RTT.FirstAfterUS), a.RTT.Attribution, a.Q1.Answer, a.Q3.Answer, r.Completed)
+			ms(a.RTT.FirstAfterUS), a.RTT.Attribution, a.Q1.Answer, a.Q3.Answer, r.Completed, fid)
 		if r.Return != nil {
 			b := r.Return
 			fmt.Fprintf(tw, "%d↩\t(return B→A)\t\t%s B\t%s B\t%v\t%s\t%s\t%s\t%s\t\n", r.Rep,
@@ -45,13 +54,48 @@ func PrintTable(w io.Writer, s *Summary) {
 		}
 	}
 	tw.Flush()
-	for _, r := range s.Reps {
-		if r.Status != "VALID" {
+	for _, r := range allAttempts(s) {
+		switch {
+		case r.Status == "SPOILED":
+			fmt.Fprintf(w, "rep %d.%d SPOILED (kept in %s, not counted): %s\n", r.Rep, r.Attempt, r.Dir, spoiledReason(r))
+		case r.Status != "VALID":
 			fmt.Fprintf(w, "rep %d %s: %s\n", r.Rep, r.Status, strings.Join(append(append([]string{}, r.Verification.Problems...), nonEmpty(r.Error)...), "; "))
 		}
 	}
 	fmt.Fprintln(w, s.Aggregate)
 	fmt.Fprintf(w, "repetitions in %s\n", s.Out)
+}
+
+// allAttempts lists every attempt in order: each spoiled one before the
+// counted one of the same repetition.
+func allAttempts(s *Summary) []RepSummary {
+	var out []RepSummary
+	sp := s.Spoiled
+	for _, r := range s.Reps {
+		for len(sp) > 0 && sp[0].Rep <= r.Rep {
+			out = append(out, sp[0])
+			sp = sp[1:]
+		}
+		out = append(out, r)
+	}
+	return append(out, sp...)
+}
+
+// RunAggregate is the run's last line: how many of the wanted repetitions
+// are valid and how many attempts the host spoiled, then Aggregate over
+// the counted ones, e.g. "5/5 valid (2 re-run after host stalls); ...".
+func RunAggregate(sc Scenario, wanted int, reps, spoiled []RepSummary) string {
+	valid := 0
+	for _, r := range reps {
+		if r.Status == "VALID" {
+			valid++
+		}
+	}
+	head := fmt.Sprintf("%d/%d valid", valid, wanted)
+	if len(spoiled) > 0 {
+		head += fmt.Sprintf(" (%d re-run after host stalls)", len(spoiled))
+	}
+	return head + "; " + Aggregate(sc, reps)
 }
 
 func nonEmpty(s string) []string {
@@ -87,13 +131,15 @@ func movedTo(r RepSummary) string {
 // 14,520 B; pre-migration peaks 532,322–572,685 B; ...".
 func Aggregate(sc Scenario, reps []RepSummary) string {
 	var valid []RepSummary
-	invalid, failed, completed := 0, 0, 0
+	invalid, failed, spoiled, completed := 0, 0, 0, 0
 	for _, r := range reps {
 		switch r.Status {
 		case "VALID":
 			valid = append(valid, r)
 		case "INVALID":
 			invalid++
+		case "SPOILED":
+			spoiled++
 		default:
 			failed++
 		}
@@ -111,6 +157,9 @@ func Aggregate(sc Scenario, reps []RepSummary) string {
 	}
 	if failed > 0 {
 		parts = append(parts, fmt.Sprintf("%d FAILED", failed))
+	}
+	if spoiled > 0 {
+		parts = append(parts, fmt.Sprintf("%d SPOILED by the host after every retry (kept, excluded)", spoiled))
 	}
 	parts = append(parts, describe("", valid, func(r RepSummary) *discriminator.Analysis { return r.Analysis })...)
 	if sc == MigrateBack {

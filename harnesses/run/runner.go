@@ -55,33 +55,50 @@ type Options struct {
 	NewNet          NetFactory
 	// Progress shows a bar per repetition on Stderr.
 	Progress bool
+	// Retries bounds the extra attempts per wanted repetition when one is
+	// SPOILED (its emulation fidelity did not hold in the verdict's
+	// window): 0 means DefaultRetries, a negative value none.
+	Retries int
 }
+
+// DefaultRetries is how many times a spoiled repetition is re-run.
+const DefaultRetries = 2
 
 // Summary is the whole run (written to summary.json in Out).
 type Summary struct {
-	Implementation string        `json:"implementation"`
-	Version        string        `json:"version"`
-	Scenario       Scenario      `json:"scenario"`
-	CC             string        `json:"cc"`
-	Out            string        `json:"out"`
-	Calibration    Calibration   `json:"calibration"`
-	Reps           []RepSummary  `json:"reps"`
-	Aggregate      string        `json:"aggregate"`
-	Start          time.Time     `json:"start"`
-	Duration       time.Duration `json:"duration_ns"`
+	Implementation string      `json:"implementation"`
+	Version        string      `json:"version"`
+	Scenario       Scenario    `json:"scenario"`
+	CC             string      `json:"cc"`
+	Out            string      `json:"out"`
+	Calibration    Calibration `json:"calibration"`
+	// Reps are the counted repetitions, one per wanted repetition (the
+	// last attempt of each).
+	Reps []RepSummary `json:"reps"`
+	// Spoiled are the attempts re-run because the host spoiled them, kept
+	// under Out/spoiled/ and never counted.
+	Spoiled   []RepSummary  `json:"spoiled,omitempty"`
+	Wanted    int           `json:"wanted"`
+	Aggregate string        `json:"aggregate"`
+	Start     time.Time     `json:"start"`
+	Duration  time.Duration `json:"duration_ns"`
 }
 
 // RepSummary is one repetition's line in the summary.
 type RepSummary struct {
 	Rep          int                     `json:"rep"`
 	Dir          string                  `json:"dir"`
-	Status       string                  `json:"status"` // VALID, INVALID, FAILED
+	Status       string                  `json:"status"` // VALID, INVALID, FAILED, SPOILED
+	Attempt      int                     `json:"attempt"`
 	Verification Verification            `json:"verification"`
 	Completed    bool                    `json:"completed"`
 	Error        string                  `json:"error,omitempty"`
 	Analysis     *discriminator.Analysis `json:"analysis,omitempty"`
 	// Return is the analysis of the B → A return in migrate-back.
 	Return *discriminator.Analysis `json:"return_analysis,omitempty"`
+	// Fidelity is the emulator's record of the repetition (nil when the
+	// network does not measure it).
+	Fidelity *Fidelity `json:"fidelity,omitempty"`
 }
 
 // Run executes the repetitions one after another and prints the per-rep
@@ -122,7 +139,14 @@ func Run(ctx context.Context, o Options, w, stderr io.Writer) (*Summary, error) 
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", o.Out, err)
 	}
-	if m, _ := filepath.Glob(filepath.Join(o.Out, "rep*")); len(m) > 0 {
+	if o.Retries == 0 {
+		o.Retries = DefaultRetries
+	}
+	o.Retries = max(o.Retries, 0)
+	if m, _ := filepath.Glob(filepath.Join(o.Out, "rep*")); len(m) > 0 || exists(filepath.Join(o.Out, "spoiled")) {
+		if len(m) == 0 {
+			m = []string{filepath.Join(o.Out, "spoiled")}
+		}
 		return nil, fmt.Errorf("%s already holds repetitions (%s); repetitions are never overwritten: choose another --out", o.Out, filepath.Base(m[0]))
 	}
 	netw, cal, teardown, err := o.NewNet(ctx, o.Scenario, o.SkipCalibration)
@@ -142,19 +166,30 @@ func Run(ctx context.Context, o Options, w, stderr io.Writer) (*Summary, error) 
 	if err := WriteJSONAtomic(filepath.Join(o.Out, "calibration.json"), cal); err != nil {
 		return nil, err
 	}
-	sum := &Summary{Implementation: h.Name(), Scenario: o.Scenario, CC: o.CC, Out: o.Out, Calibration: cal, Start: time.Now().UTC()}
+	sum := &Summary{Implementation: h.Name(), Scenario: o.Scenario, CC: o.CC, Out: o.Out, Calibration: cal, Start: time.Now().UTC(), Wanted: o.Reps}
 	for i := 1; i <= o.Reps; i++ {
+		for attempt := 1; ctx.Err() == nil; attempt++ {
+			rs := runRep(ctx, o, h, bins, netw, cal, i, attempt, stderr)
+			if rs.Analysis != nil && sum.Version == "" {
+				sum.Version = versionOf(filepath.Join(rs.Dir, "manifest.json"))
+			}
+			if rs.Status == "SPOILED" && attempt <= o.Retries && ctx.Err() == nil {
+				if err := setAside(o.Out, &rs); err != nil {
+					fmt.Fprintf(stderr, "migaudit: %v\n", err)
+				}
+				sum.Spoiled = append(sum.Spoiled, rs)
+				fmt.Fprintf(stderr, "rep %d/%d: re-running (attempt %d of at most %d) — %s\n", i, o.Reps, attempt+1, o.Retries+1, spoiledReason(rs))
+				continue
+			}
+			sum.Reps = append(sum.Reps, rs)
+			break
+		}
 		if ctx.Err() != nil {
 			break
 		}
-		rs := runRep(ctx, o, h, bins, netw, cal, i, stderr)
-		if rs.Analysis != nil && sum.Version == "" {
-			sum.Version = versionOf(filepath.Join(rs.Dir, "manifest.json"))
-		}
-		sum.Reps = append(sum.Reps, rs)
 	}
 	sum.Duration = time.Since(sum.Start)
-	sum.Aggregate = Aggregate(o.Scenario, sum.Reps)
+	sum.Aggregate = RunAggregate(o.Scenario, o.Reps, sum.Reps, sum.Spoiled)
 	PrintTable(w, sum)
 	if err := WriteJSONAtomic(filepath.Join(o.Out, "summary.json"), sum); err != nil {
 		return sum, err
@@ -185,21 +220,24 @@ func versionOf(manifest string) string {
 
 // Manifest is manifest.json in every repetition directory.
 type Manifest struct {
-	Implementation string            `json:"implementation"`
-	Version        string            `json:"version"`
-	Upstream       string            `json:"upstream_pinned_commit"`
-	Binaries       Binaries          `json:"binaries"`
-	Scenario       Scenario          `json:"scenario"`
-	CC             string            `json:"cc"`
-	Rep            int               `json:"rep"`
-	Paths          map[Path]PathInfo `json:"paths"`
-	Calibration    Calibration       `json:"calibration"`
-	Transfer       string            `json:"transfer"`
-	MigrateAt      string            `json:"migrate_at"`
-	BackAfter      string            `json:"back_after,omitempty"`
-	Start          time.Time         `json:"start"`
-	End            time.Time         `json:"end"`
-	Result         RepResult         `json:"result"`
+	Implementation string   `json:"implementation"`
+	Version        string   `json:"version"`
+	Upstream       string   `json:"upstream_pinned_commit"`
+	Binaries       Binaries `json:"binaries"`
+	Scenario       Scenario `json:"scenario"`
+	CC             string   `json:"cc"`
+	Rep            int      `json:"rep"`
+	// Attempt counts the tries of this repetition (1 = first); an attempt
+	// the host spoiled is kept under spoiled/ and re-run.
+	Attempt     int               `json:"attempt,omitempty"`
+	Paths       map[Path]PathInfo `json:"paths"`
+	Calibration Calibration       `json:"calibration"`
+	Transfer    string            `json:"transfer"`
+	MigrateAt   string            `json:"migrate_at"`
+	BackAfter   string            `json:"back_after,omitempty"`
+	Start       time.Time         `json:"start"`
+	End         time.Time         `json:"end"`
+	Result      RepResult         `json:"result"`
 	// LoadBefore / LoadAfter are /proc/loadavg at the start and end: a
 	// user-space emulator on an overloaded host delays packets.
 	LoadBefore     string               `json:"loadavg_before,omitempty"`
@@ -210,9 +248,16 @@ type Manifest struct {
 	CountersAfter  map[Path]PathCounter `json:"counters_after,omitempty"`
 	Files          []FileInfo           `json:"files"`
 	Verification   Verification         `json:"verification"`
-	Status         string               `json:"status"`
-	Error          string               `json:"error,omitempty"`
-	AnalysisError  string               `json:"analysis_error,omitempty"`
+	// Fidelity is the emulator's own record of this repetition: per path
+	// and direction, delay, lateness against its schedule, rate and drops,
+	// and the host stalls, over the whole repetition and the verdict's
+	// window, with the rule applied (see docs/testbed.md).
+	Fidelity *Fidelity `json:"fidelity,omitempty"`
+	Status   string    `json:"status"` // VALID, INVALID, FAILED, SPOILED
+	// SpoiledReason says why a SPOILED repetition does not count.
+	SpoiledReason string `json:"spoiled_reason,omitempty"`
+	Error         string `json:"error,omitempty"`
+	AnalysisError string `json:"analysis_error,omitempty"`
 }
 
 // PathInfo is a path's configured emulation.
@@ -229,15 +274,15 @@ type FileInfo struct {
 	SHA256 string `json:"sha256"`
 }
 
-func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, cal Calibration, i int, stderr io.Writer) RepSummary {
+func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, cal Calibration, i, attempt int, stderr io.Writer) RepSummary {
 	dir := filepath.Join(o.Out, fmt.Sprintf("rep%d", i))
-	rs := RepSummary{Rep: i, Dir: dir, Status: "FAILED"}
+	rs := RepSummary{Rep: i, Attempt: attempt, Dir: dir, Status: "FAILED"}
 	if err := os.Mkdir(dir, 0o755); err != nil { // O_EXCL: never reuse a directory
 		rs.Error = fmt.Sprintf("create %s: %v", dir, err)
 		return rs
 	}
 	im, _ := data.Lookup(h.Name())
-	man := Manifest{Implementation: h.Name(), Upstream: im.Commit, Binaries: bins, Scenario: o.Scenario, CC: o.CC, Rep: i,
+	man := Manifest{Implementation: h.Name(), Upstream: im.Commit, Binaries: bins, Scenario: o.Scenario, CC: o.CC, Rep: i, Attempt: attempt,
 		Calibration: cal, Transfer: o.Transfer.String(), MigrateAt: o.MigrateAt.String(), Start: time.Now().UTC(),
 		Paths: map[Path]PathInfo{}}
 	if o.Scenario == MigrateBack {
@@ -252,6 +297,12 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 	et, hasTimer := netw.(EmulatorTimer)
 	if hasTimer {
 		man.EmulatorBefore, _ = et.EmulatorTiming()
+	}
+	fm, hasMeter := netw.(FidelityMeter)
+	var monoStart, wallToMono int64
+	if hasMeter {
+		monoStart = fm.MonoNow()
+		wallToMono = monoStart - time.Now().UnixNano()
 	}
 
 	var bar *progressbar.ProgressBar
@@ -326,12 +377,21 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 		}
 	}
 	rs.Analysis = an
+	if hasMeter && ctx.Err() == nil {
+		man.Fidelity = measureFidelity(fm, o.Scenario, netw, res, an, rs.Return, monoStart, fm.MonoNow(), wallToMono)
+		rs.Fidelity = man.Fidelity
+	}
 	v := Verify(o.Scenario, netw, res, man.CountersBefore, man.CountersAfter, an)
 	man.Verification = v
 	rs.Verification = v
 	switch {
 	case err != nil && ctx.Err() != nil:
 		rs.Status = "FAILED"
+	case man.Fidelity != nil && !man.Fidelity.Held:
+		// The host, not the implementation: whatever else the repetition
+		// shows was measured on paths that were not what they claim.
+		rs.Status = "SPOILED"
+		man.SpoiledReason = "emulation fidelity did not hold in the verdict's window: " + strings.Join(man.Fidelity.Problems, "; ")
 	case !v.Valid:
 		rs.Status = "INVALID"
 	case err != nil:
@@ -348,10 +408,55 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 	return rs
 }
 
+func spoiledReason(rs RepSummary) string {
+	if rs.Fidelity == nil {
+		return "spoiled"
+	}
+	return strings.Join(rs.Fidelity.Problems, "; ")
+}
+
+// setAside moves a spoiled attempt's directory to Out/spoiled/rep<N>-try<K>
+// (never overwritten), so that the re-run gets a fresh rep<N> and nothing
+// that globs rep* (the survey) ever counts it; the analysis' trace path is
+// rewritten to the new place.
+func setAside(out string, rs *RepSummary) error {
+	sp := filepath.Join(out, "spoiled")
+	if err := os.MkdirAll(sp, 0o755); err != nil {
+		return fmt.Errorf("keep spoiled repetition: %w", err)
+	}
+	to := filepath.Join(sp, fmt.Sprintf("rep%d-try%d", rs.Rep, rs.Attempt))
+	if _, err := os.Stat(to); err == nil {
+		return fmt.Errorf("keep spoiled repetition: %s already exists", to)
+	}
+	if err := os.Rename(rs.Dir, to); err != nil {
+		return fmt.Errorf("keep spoiled repetition: %w", err)
+	}
+	from := rs.Dir
+	rs.Dir = to
+	for _, a := range []struct {
+		name string
+		an   *discriminator.Analysis
+	}{{"analysis.json", rs.Analysis}, {"analysis-return.json", rs.Return}} {
+		if a.an == nil {
+			continue
+		}
+		if rel, err := filepath.Rel(from, a.an.Trace); err == nil && !strings.HasPrefix(rel, "..") {
+			a.an.Trace = filepath.Join(to, rel)
+			if err := WriteJSONAtomic(filepath.Join(to, a.name), a.an); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func repLineSuffix(rs RepSummary) string {
 	var parts []string
 	if rs.Error != "" {
 		parts = append(parts, rs.Error)
+	}
+	if rs.Status == "SPOILED" {
+		parts = append(parts, "fidelity "+spoiledReason(rs))
 	}
 	if !rs.Verification.Valid && len(rs.Verification.Problems) > 0 {
 		parts = append(parts, strings.Join(rs.Verification.Problems, "; "))
@@ -491,3 +596,5 @@ func loadavg() string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }

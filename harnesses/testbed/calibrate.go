@@ -46,10 +46,18 @@ type CalibrateOptions struct {
 	TrainLen  int             // gate 3 K; default 16, at least 8
 	Progress  io.Writer       // one line per measurement; nil = quiet
 	SkipGates []string        // e.g. "throughput" — recorded as skipped, never as passed
-	// Attempts bounds how often a measurement that failed while the host
-	// stalled (see HostStalls) is repeated; default 3. A failure without a
-	// host stall is never repeated.
+	// Attempts bounds how often a failed measurement is repeated; default
+	// 3. In Strict mode only a failure while the host stalled (see
+	// HostStalls) is repeated.
 	Attempts int
+	// Strict makes every tolerance of every gate a veto (the behaviour
+	// before issue 13). Otherwise calibration is a sanity check: a
+	// measurement failing is repeated, and a gate fails only when every
+	// attempt shows a systematic fault — a median delay or rate off by
+	// more than its tolerance, a path carrying another path's packets.
+	// Jitter (mean absolute deviation, spread) is recorded, not judged:
+	// each repetition measures its own fidelity.
+	Strict bool
 }
 
 func (o *CalibrateOptions) defaults() {
@@ -105,6 +113,8 @@ type Calibration struct {
 	HostStalls HostStalls                `json:"host_stalls"`         // over the whole calibration
 	Gates      map[string]GateVerdict    `json:"gates"`
 	Pass       bool                      `json:"pass"`
+	// Mode is "strict" or "sanity" (see CalibrateOptions.Strict).
+	Mode string `json:"mode"`
 }
 
 // HostInfo says where the calibration ran.
@@ -171,7 +181,9 @@ type ThroughputResult struct {
 	// EmulatorCPU is the holder process's CPU use during the transfers, in
 	// cores (1.0 = one core busy), from /proc/<pid>/stat.
 	EmulatorCPU float64 `json:"emulator_cpu_cores"`
-	Pass        bool    `json:"pass"`
+	// Note explains a goodput above the ceiling.
+	Note string `json:"note,omitempty"`
+	Pass bool   `json:"pass"`
 }
 
 // DispersionResult is gate 3 for one path and rate.
@@ -186,6 +198,7 @@ type DispersionResult struct {
 	Median      float64   `json:"median_bps"`
 	ErrPct      float64   `json:"err_pct"`
 	IQRPct      float64   `json:"iqr_pct"` // IQR / median
+	Attempts    int       `json:"attempts"`
 	Pass        bool      `json:"pass"`
 }
 
@@ -224,6 +237,10 @@ func Calibrate(ctx context.Context, t *Testbed, opt CalibrateOptions) (*Calibrat
 		Emulator: "linkemu: user-space TUN relay, token bucket + drop-tail queue + compensated clock_nanosleep delay (no sch_netem)",
 		Paths:    map[string]PathSpec{},
 		Gates:    map[string]GateVerdict{},
+		Mode:     "sanity",
+	}
+	if opt.Strict {
+		c.Mode = "strict"
 	}
 	for _, p := range opt.Paths {
 		s, err := t.Path(p)
@@ -364,9 +381,11 @@ func gateTiming(ctx context.Context, t *Testbed, e *echoServer, sen *sentinel, c
 				r.Lost = opt.Echoes - r.N
 				r.HostStalls = sen.window(from, time.Now())
 				r.EmulatorLate = emulatorBehind(t, p) - late0
-				r.Pass = r.N >= opt.Echoes*9/10 &&
-					math.Abs(r.MedianErrPct) <= TimingMedianTol*100 && r.MeanAbsDev <= TimingMADMax
-				if r.Pass || r.HostStalls.Count == 0 || attempt >= opt.Attempts {
+				r.Pass = r.N >= opt.Echoes*9/10 && math.Abs(r.MedianErrPct) <= TimingMedianTol*100
+				if opt.Strict {
+					r.Pass = r.Pass && r.MeanAbsDev <= TimingMADMax
+				}
+				if r.Pass || (opt.Strict && r.HostStalls.Count == 0) || attempt >= opt.Attempts {
 					break
 				}
 				retried = append(retried, fmt.Sprintf("attempt %d: median %.3f ms, mean abs dev %d µs, max %.3f ms; host stalled %d× (max %.1f ms)",
@@ -377,8 +396,13 @@ func gateTiming(ctx context.Context, t *Testbed, e *echoServer, sen *sentinel, c
 			fmt.Fprintf(opt.Progress, "timing     path %s rtt %-5v median %.3f ms (%+.2f%%) mean abs dev %d µs p99 %.3f ms n=%d host stalls %d emulator late %d %s\n",
 				p, rtt, ms(r.Median), r.MedianErrPct, r.MeanAbsDev.Microseconds(), ms(r.P99), r.N, r.HostStalls.Count, r.EmulatorLate, passWord(r.Pass))
 			if !r.Pass {
-				fails = append(fails, fmt.Sprintf("path %s rtt %v: median %.3f ms (%+.2f%%, limit ±%.0f%%), mean abs dev %d µs (limit %d), %d/%d answered%s",
-					p, rtt, ms(r.Median), r.MedianErrPct, TimingMedianTol*100, r.MeanAbsDev.Microseconds(), TimingMADMax.Microseconds(), r.N, opt.Echoes, stallNote(r.HostStalls, len(retried)+1)))
+				if opt.Strict {
+					fails = append(fails, fmt.Sprintf("path %s rtt %v: median %.3f ms (%+.2f%%, limit ±%.0f%%), mean abs dev %d µs (limit %d), %d/%d answered%s",
+						p, rtt, ms(r.Median), r.MedianErrPct, TimingMedianTol*100, r.MeanAbsDev.Microseconds(), TimingMADMax.Microseconds(), r.N, opt.Echoes, stallNote(r.HostStalls, len(retried)+1)))
+				} else {
+					fails = append(fails, fmt.Sprintf("path %s rtt %v: median %.3f ms (%+.2f%%, limit ±%.0f%%), %d/%d answered, in each of %d attempts: the emulated delay is systematically wrong",
+						p, rtt, ms(r.Median), r.MedianErrPct, TimingMedianTol*100, r.N, opt.Echoes, len(retried)+1))
+				}
 			}
 		}
 		conn.Close()
@@ -473,15 +497,19 @@ func gateThroughput(ctx context.Context, t *Testbed, sen *sentinel, c *Calibrati
 					r.MSS, r.MTU = mss, mtu
 					h := sen.window(from, time.Now())
 					ceiling := float64(rate) * float64(mss) / float64(mtu)
-					if g >= ThroughputMinFrac*ceiling || h.Count == 0 || attempt >= opt.Attempts {
+					ok := g >= ThroughputMinFrac*ceiling
+					if !opt.Strict {
+						ok = ok && g <= ThroughputMaxFrac*ceiling
+					}
+					if ok || (opt.Strict && h.Count == 0) || attempt >= opt.Attempts {
 						r.Goodput = append(r.Goodput, g)
 						if h.Count > stalls.Count {
 							stalls = h
 						}
 						break
 					}
-					r.Retried = append(r.Retried, fmt.Sprintf("transfer %d attempt %d: %.2f Mbit/s; host stalled %d× (max %.1f ms)",
-						i+1, attempt, g/1e6, h.Count, ms(h.Max)))
+					r.Retried = append(r.Retried, fmt.Sprintf("transfer %d attempt %d: %.2f Mbit/s (ceiling %.2f); host stalled %d× (max %.1f ms)",
+						i+1, attempt, g/1e6, ceiling/1e6, h.Count, ms(h.Max)))
 				}
 			}
 			if cpu1 := procCPU(c.Host.Holder.PID); cpu1 >= cpu0 && cpu0 >= 0 {
@@ -496,15 +524,37 @@ func gateThroughput(ctx context.Context, t *Testbed, sen *sentinel, c *Calibrati
 			mean := sum / float64(len(r.Goodput))
 			r.ErrPct = 100 * (r.Min - r.Ceiling) / r.Ceiling
 			r.SpreadPct = 100 * (r.Max - r.Min) / mean
-			r.Pass = r.Min >= ThroughputMinFrac*r.Ceiling && r.Max <= ThroughputMaxFrac*r.Ceiling &&
-				r.SpreadPct <= ThroughputSpread*100
+			if opt.Strict {
+				r.Pass = r.Min >= ThroughputMinFrac*r.Ceiling && r.Max <= ThroughputMaxFrac*r.Ceiling &&
+					r.SpreadPct <= ThroughputSpread*100
+			} else {
+				// A fault is systematic: every transfer (each after its
+				// retries) below the floor — the shaper too slow — or
+				// every one above the ceiling — the shaper leaking.
+				r.Pass = r.Max >= ThroughputMinFrac*r.Ceiling && r.Min <= ThroughputMaxFrac*r.Ceiling
+			}
+			if r.Max > ThroughputMaxFrac*r.Ceiling {
+				r.Note = fmt.Sprintf("goodput above the ceiling (max %.2f vs %.2f Mbit/s): a token bucket cannot deliver more than rate × time + burst (%d B ≈ %.2f%% here), so the excess is the measurement's: the receive counter read late against its timestamp",
+					r.Max/1e6, r.Ceiling/1e6, c.Paths[p].EffectiveBurst(), 100*float64(c.Paths[p].EffectiveBurst())*8/(r.Ceiling*(opt.Transfer-200*time.Millisecond-min(opt.Transfer/3, 1500*time.Millisecond)).Seconds()))
+			}
 			c.Throughput = append(c.Throughput, r)
 			fmt.Fprintf(opt.Progress, "throughput path %s rate %3d Mbit/s ceiling %.2f min %.2f max %.2f Mbit/s (%+.2f%%, spread %.2f%%) emulator CPU %.1f%% %s\n",
 				p, rate/1e6, r.Ceiling/1e6, r.Min/1e6, r.Max/1e6, r.ErrPct, r.SpreadPct, 100*r.EmulatorCPU, passWord(r.Pass))
 			if !r.Pass {
+				why := stallNote(stalls, opt.Attempts)
+				if r.Min >= ThroughputMinFrac*r.Ceiling {
+					// Nothing slow: the host is not to blame for a goodput
+					// above the ceiling or a spread among fast transfers.
+					why = ""
+					if r.Note != "" {
+						why = " — " + r.Note
+					}
+				}
+				if !opt.Strict {
+					why = " in every attempt: the shaper's rate is systematically wrong"
+				}
 				fails = append(fails, fmt.Sprintf("path %s %d Mbit/s: goodput %.2f..%.2f Mbit/s vs ceiling %.2f (%+.2f%%, limit −%.0f%%..+%.0f%%), spread %.2f%% (limit %.0f%%)",
-					p, rate/1e6, r.Min/1e6, r.Max/1e6, r.Ceiling/1e6, r.ErrPct, (1-ThroughputMinFrac)*100, (ThroughputMaxFrac-1)*100, r.SpreadPct, ThroughputSpread*100)+
-					stallNote(stalls, opt.Attempts))
+					p, rate/1e6, r.Min/1e6, r.Max/1e6, r.Ceiling/1e6, r.ErrPct, (1-ThroughputMinFrac)*100, (ThroughputMaxFrac-1)*100, r.SpreadPct, ThroughputSpread*100)+why)
 			}
 		}
 		if err := t.SetPath(p, base); err != nil {
@@ -545,15 +595,11 @@ func tcpTransfer(ctx context.Context, t *Testbed, path string, d time.Duration) 
 		}
 		defer conn.Close()
 		start := time.Now()
-		type mark struct {
-			at    time.Time
-			bytes uint64
-		}
 		marks := make(chan mark, 2)
 		go func() {
 			for _, at := range []time.Duration{warm, d - 200*time.Millisecond} {
 				time.Sleep(time.Until(start.Add(at)))
-				marks <- mark{time.Now(), tcpBytesReceived(conn)}
+				marks <- bracketedMark(conn)
 			}
 		}()
 		_, _ = io.Copy(io.Discard, conn)
@@ -593,6 +639,30 @@ func tcpTransfer(ctx context.Context, t *Testbed, path string, d time.Duration) 
 		return 0, mss, mtu, r.err
 	}
 	return r.rate, mss, mtu, ctx.Err()
+}
+
+type mark struct {
+	at    time.Time
+	bytes uint64
+}
+
+// bracketedMark reads the receive counter between two clock readings and
+// stamps it with their midpoint, retrying when they are more than 200 µs
+// apart: a goroutine descheduled between reading the clock and the
+// counter (on a loaded host, for tens of ms) made the goodput of a 3 s
+// transfer come out up to 2 % above the shaper's ceiling.
+func bracketedMark(c *net.TCPConn) mark {
+	var m mark
+	for range 5 {
+		t0 := time.Now()
+		b := tcpBytesReceived(c)
+		t1 := time.Now()
+		m = mark{t0.Add(t1.Sub(t0) / 2), b}
+		if t1.Sub(t0) <= 200*time.Microsecond {
+			break
+		}
+	}
+	return m
 }
 
 func tcpBytesReceived(c *net.TCPConn) uint64 {
@@ -646,30 +716,36 @@ func gateDispersion(ctx context.Context, t *Testbed, c *Calibration, opt Calibra
 				return nil, err
 			}
 			discard := s.EffectiveBurst() / ProbeBytes
-			r := DispersionResult{Path: p, Rate: rate, K: opt.TrainLen, Discard: discard, PacketBytes: ProbeBytes}
-			for i := 0; i < opt.Trains && ctx.Err() == nil; i++ {
-				est, err := probeTrain(cli, srv, dst, uint32(i), opt.TrainLen, discard)
-				if err != nil {
-					cli.Close()
-					return nil, fmt.Errorf("path %s rate %d train %d: %w", p, rate, i, err)
+			var r DispersionResult
+			for attempt := 1; ; attempt++ {
+				r = DispersionResult{Path: p, Rate: rate, K: opt.TrainLen, Discard: discard, PacketBytes: ProbeBytes, Attempts: attempt}
+				for i := 0; i < opt.Trains && ctx.Err() == nil; i++ {
+					est, err := probeTrain(cli, srv, dst, uint32(i), opt.TrainLen, discard)
+					if err != nil {
+						cli.Close()
+						return nil, fmt.Errorf("path %s rate %d train %d: %w", p, rate, i, err)
+					}
+					if est > 0 {
+						r.Estimates = append(r.Estimates, est)
+					}
+					// Let the bucket refill so every train starts alike.
+					time.Sleep(10*time.Millisecond + time.Duration(float64(s.EffectiveBurst())*8/float64(rate)*1e9))
 				}
-				if est > 0 {
-					r.Estimates = append(r.Estimates, est)
+				r.Trains = len(r.Estimates)
+				if r.Trains > 0 {
+					e := slices.Clone(r.Estimates)
+					slices.Sort(e)
+					r.Median = quantile(e, 0.5)
+					r.ErrPct = 100 * (r.Median - float64(rate)) / float64(rate)
+					r.IQRPct = 100 * (quantile(e, 0.75) - quantile(e, 0.25)) / r.Median
+				} else {
+					r.ErrPct = -100
 				}
-				// Let the bucket refill so every train starts alike.
-				time.Sleep(10*time.Millisecond + time.Duration(float64(s.EffectiveBurst())*8/float64(rate)*1e9))
+				r.Pass = r.Trains >= opt.Trains/2 && math.Abs(r.ErrPct) <= DispersionTol*100
+				if r.Pass || opt.Strict || attempt >= opt.Attempts || ctx.Err() != nil {
+					break
+				}
 			}
-			r.Trains = len(r.Estimates)
-			if r.Trains > 0 {
-				e := slices.Clone(r.Estimates)
-				slices.Sort(e)
-				r.Median = quantile(e, 0.5)
-				r.ErrPct = 100 * (r.Median - float64(rate)) / float64(rate)
-				r.IQRPct = 100 * (quantile(e, 0.75) - quantile(e, 0.25)) / r.Median
-			} else {
-				r.ErrPct = -100
-			}
-			r.Pass = r.Trains >= opt.Trains/2 && math.Abs(r.ErrPct) <= DispersionTol*100
 			c.Dispersion = append(c.Dispersion, r)
 			fmt.Fprintf(opt.Progress, "dispersion path %s rate %3d Mbit/s K=%d discard %d estimate %.2f Mbit/s (%+.2f%%, IQR %.2f%%) trains %d %s\n",
 				p, rate/1e6, r.K, r.Discard, r.Median/1e6, r.ErrPct, r.IQRPct, r.Trains, passWord(r.Pass))
@@ -783,49 +859,59 @@ func gateIsolation(ctx context.Context, t *Testbed, e *echoServer, c *Calibratio
 	}
 	var fails []string
 	for _, ck := range checks {
-		if err := t.RouteVia(ck.route); err != nil {
-			return nil, err
-		}
-		conn, err := newEchoClient(t, ck.bind)
-		if err != nil {
-			return nil, err
-		}
-		before, err := t.Counters()
-		if err != nil {
+		for attempt := 1; ; attempt++ {
+			if err := t.RouteVia(ck.route); err != nil {
+				return nil, err
+			}
+			conn, err := newEchoClient(t, ck.bind)
+			if err != nil {
+				return nil, err
+			}
+			before, err := t.Counters()
+			if err != nil {
+				conn.Close()
+				return nil, err
+			}
+			rtts, _, src, err := echoes(ctx, e, t, conn, n, time.Millisecond)
 			conn.Close()
-			return nil, err
+			if err != nil {
+				return nil, err
+			}
+			after, err := t.Counters()
+			if err != nil {
+				return nil, err
+			}
+			r := IsolationResult{Check: ck.name, Expect: ck.expect, N: n, Carried: map[string][2]uint64{}}
+			if src.IsValid() {
+				r.Source = src.String()
+			}
+			for _, p := range Paths {
+				r.Carried[p] = [2]uint64{after[p].Up.Packets - before[p].Up.Packets, after[p].Down.Packets - before[p].Down.Packets}
+			}
+			other := "B"
+			if ck.expect == "B" {
+				other = "A"
+			}
+			wantSrc, _ := t.ClientAddr(ck.expect)
+			r.Pass = len(rtts) == n && r.Carried[ck.expect] == [2]uint64{n, n} && r.Carried[other] == [2]uint64{0, 0} &&
+				r.Source == wantSrc.String()
+			// Sanity mode: an echo lost or late under load is retried; a
+			// packet on the wrong path or a wrong source address is a fault
+			// however often it is tried.
+			misrouted := r.Carried[other] != [2]uint64{0, 0} || (r.Source != "" && r.Source != wantSrc.String())
+			if !r.Pass && !opt.Strict && !misrouted && attempt < opt.Attempts && ctx.Err() == nil {
+				continue
+			}
+			if !r.Pass {
+				r.Detail = fmt.Sprintf("want %d up/%d down on %s, 0 on %s, source %s; got A %v B %v, source %q, %d/%d answered",
+					n, n, ck.expect, other, wantSrc, r.Carried["A"], r.Carried["B"], r.Source, len(rtts), n)
+				fails = append(fails, ck.name+": "+r.Detail)
+			}
+			c.Isolation = append(c.Isolation, r)
+			fmt.Fprintf(opt.Progress, "isolation  %-38s A up/down %v B up/down %v source %s %s\n",
+				ck.name, r.Carried["A"], r.Carried["B"], r.Source, passWord(r.Pass))
+			break
 		}
-		rtts, _, src, err := echoes(ctx, e, t, conn, n, time.Millisecond)
-		conn.Close()
-		if err != nil {
-			return nil, err
-		}
-		after, err := t.Counters()
-		if err != nil {
-			return nil, err
-		}
-		r := IsolationResult{Check: ck.name, Expect: ck.expect, N: n, Carried: map[string][2]uint64{}}
-		if src.IsValid() {
-			r.Source = src.String()
-		}
-		for _, p := range Paths {
-			r.Carried[p] = [2]uint64{after[p].Up.Packets - before[p].Up.Packets, after[p].Down.Packets - before[p].Down.Packets}
-		}
-		other := "B"
-		if ck.expect == "B" {
-			other = "A"
-		}
-		wantSrc, _ := t.ClientAddr(ck.expect)
-		r.Pass = len(rtts) == n && r.Carried[ck.expect] == [2]uint64{n, n} && r.Carried[other] == [2]uint64{0, 0} &&
-			r.Source == wantSrc.String()
-		if !r.Pass {
-			r.Detail = fmt.Sprintf("want %d up/%d down on %s, 0 on %s, source %s; got A %v B %v, source %q, %d/%d answered",
-				n, n, ck.expect, other, wantSrc, r.Carried["A"], r.Carried["B"], r.Source, len(rtts), n)
-			fails = append(fails, ck.name+": "+r.Detail)
-		}
-		c.Isolation = append(c.Isolation, r)
-		fmt.Fprintf(opt.Progress, "isolation  %-38s A up/down %v B up/down %v source %s %s\n",
-			ck.name, r.Carried["A"], r.Carried["B"], r.Source, passWord(r.Pass))
 	}
 	return fails, nil
 }

@@ -63,7 +63,12 @@
 //	func (*Testbed) SetPath(path string, s PathSpec) error // change a path live (queued packets keep their schedule)
 //	func (*Testbed) Counters() (map[string]PathCounters, error) // keys "A", "B"
 //	func (*Testbed) EmulatorTiming() (map[string]linkemu.Timing, error) // per "A/up" etc.: lateness vs schedule, CPU
-//	func (*Testbed) Holder() (HolderInfo, error)          // holder pid, scheduling class obtained
+//	func (*Testbed) Holder() (HolderInfo, error)          // holder pid, scheduling class, tuning obtained
+//	func (*Testbed) Fidelity(from, to int64, tol time.Duration) (Fidelity, error) // the emulator's per-packet record over a window
+//	func MonoNow() int64                                   // the clock of Fidelity windows (CLOCK_MONOTONIC ns)
+//	func WarmUp(ctx context.Context, t *Testbed, d time.Duration) error
+//
+//	type Tuning struct{ PinCPUs string; Mlock bool; Spin time.Duration } // Config.Tuning; nil = DefaultTuning() (mlockall)
 //
 //	type PathCounters struct{ Up, Down DirCounters } // Up = client→server
 //	type DirCounters struct{ Packets, Bytes, QueueDrops, LossDrops uint64 }
@@ -91,10 +96,24 @@
 //     moves to B with source ClientAddrB.
 //
 // A SCHED_FIFO sentinel thread records host stalls (1 ms wake-ups more
-// than 1 ms late) during every measurement; a measurement that failed
-// while the host stalled is repeated (CalibrateOptions.Attempts, default
-// 3), and every discarded attempt is kept in the record. Thresholds are
+// than 1 ms late) during every measurement. With CalibrateOptions.Strict
+// every tolerance is a veto and a measurement that failed while the host
+// stalled is repeated (Attempts, default 3). Without it (what `migaudit
+// run` uses) calibration is a sanity check: any failed measurement is
+// repeated, and a gate fails only on a systematic fault seen in every
+// attempt (median delay or rate off, misrouting); jitter is recorded, not
+// judged. Every discarded attempt is kept in the record; thresholds are
 // never widened.
+//
+// # Fidelity
+//
+// The emulator records every packet (arrival, scheduled time, write time,
+// or the cause of its drop; linkemu.Record, a ring per direction) and the
+// holder runs a second sentinel whose stalls carry CLOCK_MONOTONIC
+// instants. Fidelity summarises any window of both — per direction the
+// one-way delay, the lateness against the schedule, the share later than
+// a tolerance, the achieved rate and drops by cause, and the stalls — and
+// is what harnesses/run writes into every repetition's manifest.
 //
 // # Lifetime and cleanup
 //

@@ -190,12 +190,21 @@ type HolderInfo struct {
 	Scheduling string `json:"scheduling"` // class the emulator threads obtained
 	GOMAXPROCS int    `json:"gomaxprocs"`
 	Backend    string `json:"backend"` // linkemu loop: C (cgo) or Go
+	// Tuning is what the holder applied (CPU pinning, mlockall, spin) and
+	// TuningErrors what it could not.
+	Tuning       Tuning   `json:"tuning"`
+	TuningErrors []string `json:"tuning_errors,omitempty"`
+}
+
+func (t *Testbed) holderInfo() HolderInfo {
+	return HolderInfo{PID: os.Getpid(), Scheduling: linkemu.Scheduling(), GOMAXPROCS: runtime.GOMAXPROCS(0), Backend: linkemu.Backend,
+		Tuning: t.tuning, TuningErrors: t.tuningErrs}
 }
 
 // Holder describes the process running t's emulator.
 func (t *Testbed) Holder() (HolderInfo, error) {
 	if t.ctl == "" {
-		return HolderInfo{PID: os.Getpid(), Scheduling: linkemu.Scheduling(), GOMAXPROCS: runtime.GOMAXPROCS(0), Backend: linkemu.Backend}, nil
+		return t.holderInfo(), nil
 	}
 	var h HolderInfo
 	err := t.call(request{Op: "info"}, &h)
@@ -203,9 +212,13 @@ func (t *Testbed) Holder() (HolderInfo, error) {
 }
 
 type request struct {
-	Op   string    `json:"op"` // path, set-path, counters, timing, down
+	Op   string    `json:"op"` // path, set-path, counters, timing, fidelity, down
 	Path string    `json:"path,omitempty"`
 	Spec *PathSpec `json:"spec,omitempty"`
+	// fidelity: the window (MonoNow ns) and the lateness tolerance (ns).
+	From int64 `json:"from,omitempty"`
+	To   int64 `json:"to,omitempty"`
+	Tol  int64 `json:"tol,omitempty"`
 }
 
 type response struct {
@@ -333,8 +346,10 @@ func (t *Testbed) Serve(l net.Listener, downc chan<- struct{}) {
 				result, err = t.Counters()
 			case "timing":
 				result, err = t.EmulatorTiming()
+			case "fidelity":
+				result, err = t.Fidelity(req.From, req.To, time.Duration(req.Tol))
 			case "info":
-				result = HolderInfo{PID: os.Getpid(), Scheduling: linkemu.Scheduling(), GOMAXPROCS: runtime.GOMAXPROCS(0), Backend: linkemu.Backend}
+				result = t.holderInfo()
 			case "down":
 				err = t.Down()
 			default:

@@ -181,6 +181,15 @@ type Config struct {
 	Name  string   `json:"name"`
 	PathA PathSpec `json:"path_a"`
 	PathB PathSpec `json:"path_b"`
+	// Tuning of the holder; nil = DefaultTuning().
+	Tuning *Tuning `json:"tuning,omitempty"`
+}
+
+func (c Config) tuning() Tuning {
+	if c.Tuning == nil {
+		return DefaultTuning()
+	}
+	return *c.Tuning
 }
 
 // Standard is the study's operating point: A 20 Mbit/s 20 ms, B 20 Mbit/s 40 ms.

@@ -26,11 +26,15 @@ type sentinel struct {
 	mu      sync.Mutex
 	stalls  []hostStall
 	samples int
-	rt      bool
+	// sampleAt holds the start of every wake-up of the last minute or so
+	// (pruned), so that a window's sample count is known.
+	sampleAt []int64
+	rt       bool
 }
 
 type hostStall struct {
 	at   time.Time
+	mono int64 // CLOCK_MONOTONIC ns at the start of the wake-up
 	late time.Duration
 }
 
@@ -49,7 +53,10 @@ type HostStalls struct {
 // PREEMPT_NONE, so a CPU busy in another task's kernel code holds a pinned
 // thread off, while an unpinned one moves to the other CPU) and their own
 // 2,000 wake-ups a second visibly disturbed the emulator.
-func startSentinel() *sentinel {
+func startSentinel() *sentinel { return startSentinelOn(nil) }
+
+// startSentinelOn starts the sentinel, pinned to cpus when not nil.
+func startSentinelOn(cpus *unix.CPUSet) *sentinel {
 	s := &sentinel{done: make(chan struct{})}
 	const n = 1
 	var wg sync.WaitGroup
@@ -63,6 +70,9 @@ func startSentinel() *sentinel {
 			runtime.LockOSThread() // never unlocked: the thread may be real-time
 			ok := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 20}, 0) == nil
 			_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+			if cpus != nil {
+				_ = unix.SchedSetaffinity(0, cpus)
+			}
 			s.mu.Lock()
 			rt = rt && ok
 			s.mu.Unlock()
@@ -71,13 +81,15 @@ func startSentinel() *sentinel {
 				// Fresh each time: ppoll writes the time left back into it.
 				ts := unix.NsecToTimespec(int64(time.Millisecond))
 				t0 := time.Now()
+				m0 := monoRaw()
 				// Raw: no runtime involvement, as in the emulator.
 				unix.RawSyscall6(unix.SYS_PPOLL, 0, 0, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
-				late := time.Since(t0) - time.Millisecond
+				late := time.Duration(monoRaw()-m0) - time.Millisecond
 				s.mu.Lock()
 				s.samples++
+				s.sampleAt = append(s.sampleAt, m0)
 				if late > StallThreshold {
-					s.stalls = append(s.stalls, hostStall{t0, late})
+					s.stalls = append(s.stalls, hostStall{t0, m0, late})
 				}
 				s.mu.Unlock()
 			}
@@ -114,4 +126,34 @@ func (s *sentinel) total() HostStalls {
 		h.Max = max(h.Max, st.late)
 	}
 	return h
+}
+
+func monoRaw() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// monoWindow returns the stalls that began in [from, to] (MonoNow ns) and
+// the number of wake-ups in it.
+func (s *sentinel) monoWindow(from, to int64) ([]Stall, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []Stall{}
+	for _, st := range s.stalls {
+		if st.mono >= from && st.mono <= to {
+			out = append(out, Stall{AtNS: st.mono, LateNS: int64(st.late)})
+		}
+	}
+	n := 0
+	for _, at := range s.sampleAt {
+		if at >= from && at <= to {
+			n++
+		}
+	}
+	// Keep five minutes of sample instants (300k wake-ups at most).
+	if len(s.sampleAt) > 300_000 {
+		s.sampleAt = append([]int64(nil), s.sampleAt[len(s.sampleAt)-200_000:]...)
+	}
+	return out, n
 }

@@ -59,6 +59,11 @@ type Testbed struct {
 	reaper  *exec.Cmd
 	reaperW *os.File
 
+	// Owned instances: the holder's sentinel and the tuning applied.
+	sentinel   *sentinel
+	tuning     Tuning
+	tuningErrs []string
+
 	// Attached instances only: the holder's control socket.
 	ctl string
 	// Instances this process spawned (Up): the holder and the pipe whose
@@ -108,12 +113,14 @@ func upLocal(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 		runtime.GOMAXPROCS(n)
 	}
 	t := &Testbed{
-		name:  cfg.Name,
-		cli:   clientNS(cfg.Name),
-		srv:   serverNS(cfg.Name),
-		specs: map[string]PathSpec{"A": cfg.PathA, "B": cfg.PathB},
-		links: map[string][2]*linkemu.Link{},
+		name:   cfg.Name,
+		cli:    clientNS(cfg.Name),
+		srv:    serverNS(cfg.Name),
+		specs:  map[string]PathSpec{"A": cfg.PathA, "B": cfg.PathB},
+		links:  map[string][2]*linkemu.Link{},
+		tuning: cfg.tuning(),
 	}
+	t.applyTuning()
 	// The reaper comes first, so that a crash at any later point is covered.
 	if err := t.startReaper(); err != nil {
 		return nil, fmt.Errorf("testbed %q: start reaper: %w", cfg.Name, err)
@@ -245,6 +252,8 @@ func (t *Testbed) build(ctx context.Context) error {
 			lu.Stop()
 			return err
 		}
+		lu.SetSpin(t.tuning.Spin)
+		ld.SetSpin(t.tuning.Spin)
 		t.links[p] = [2]*linkemu.Link{lu, ld}
 	}
 	return nil
@@ -280,6 +289,9 @@ func (t *Testbed) Down() error {
 				l.Stop()
 			}
 		}
+	}
+	if t.sentinel != nil {
+		t.sentinel.close()
 	}
 	var errs []error
 	// Processes first, then the namespaces; closing the TUN descriptors
@@ -336,7 +348,14 @@ func (t *Testbed) ClientAddr(path string) (netip.Addr, error) {
 }
 
 // Command returns `ip netns exec ns name args...`; ns is ClientNS or ServerNS.
+// With Tuning.PinCPUs set, the command runs on the other CPUs (taskset),
+// away from the emulator.
 func (t *Testbed) Command(ctx context.Context, ns, name string, args ...string) *exec.Cmd {
+	if t.tuning.PinCPUs != "" {
+		if rest := otherCPUs(t.tuning.PinCPUs); rest != "" {
+			return command(ctx, ns, "taskset", append([]string{"-c", rest, name}, args...)...)
+		}
+	}
 	return command(ctx, ns, name, args...)
 }
 

@@ -15,9 +15,24 @@ package linkemu
 #include <time.h>
 #include <unistd.h>
 
+#define LE_LD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define LE_RLX(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define LE_ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define LE_ADD(x, v) __atomic_add_fetch(&(x), (v), __ATOMIC_RELAXED)
+
 // Shared with Go. The spec is published with a sequence lock (ver odd
 // while Go writes it); the statistics are written here and read by Go,
 // all with atomic operations.
+// One packet's fate, for the fidelity record: when it arrived, when the
+// schedule said it was due (0 for a drop), when it was written (0 for a
+// drop), its size and what happened (LE_SENT, LE_QDROP, LE_LDROP, LE_WDROP).
+typedef struct {
+	int64_t arr, due, sent;
+	uint32_t size, cause;
+} le_rec;
+
+enum { LE_SENT = 0, LE_QDROP = 1, LE_LDROP = 2, LE_WDROP = 3 };
+
 typedef struct {
 	uint64_t ver;
 	int64_t rate, burst, queue, delay, overhead, loss_ppb;
@@ -25,15 +40,21 @@ typedef struct {
 	int64_t comp, late_sum, abs_late_sum, max_late;
 	uint64_t slept, behind;
 	int64_t cpu;
+	int64_t spin;   // busy-wait this long before each deadline (ns); 0 = sleep only
+	le_rec *rec;    // ring of rec_cap records (NULL: not recorded)
+	uint64_t rec_cap, rec_n; // rec_n: records written so far (the ring index is rec_n % rec_cap)
 } le_shared;
 
-typedef struct { int64_t rate, burst, queue, delay, overhead, loss_ppb; } le_spec;
-typedef struct { unsigned char *buf; int n; int64_t due; } le_pkt;
+static void le_record(le_shared *s, int64_t arr, int64_t due, int64_t sent, uint32_t size, uint32_t cause) {
+	if (s->rec == NULL) return;
+	uint64_t i = LE_RLX(s->rec_n);
+	s->rec[i % s->rec_cap] = (le_rec){arr, due, sent, size, cause};
+	LE_ST(s->rec_n, i + 1);
+}
 
-#define LE_LD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
-#define LE_RLX(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define LE_ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
-#define LE_ADD(x, v) __atomic_add_fetch(&(x), (v), __ATOMIC_RELAXED)
+typedef struct { int64_t rate, burst, queue, delay, overhead, loss_ppb; } le_spec;
+typedef struct { unsigned char *buf; int n; int64_t due, arr; } le_pkt;
+
 
 enum {
 	LE_MAXPKT = 2048,
@@ -41,6 +62,12 @@ enum {
 	LE_READ_BATCH = 16,
 };
 static const int64_t LE_MAXCOMP = 200000, LE_MAXSTEP = 20000, LE_BATCH = 10000, LE_LATEMARK = 50000;
+
+static inline void le_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
 
 static int64_t le_now(void) {
 	struct timespec ts;
@@ -93,8 +120,9 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 	for (;;) {
 		struct timespec ts = {0, 100000000}; // idle: wake every 100 ms anyway
 		int timed = 0;
+		int64_t spin = LE_RLX(s->spin);
 		if (n > 0) {
-			int64_t wait = q[head].due - comp - le_now();
+			int64_t wait = q[head].due - comp - spin - le_now();
 			if (wait < LE_BATCH) wait = 0;
 			ts.tv_sec = wait / 1000000000LL;
 			ts.tv_nsec = wait % 1000000000LL;
@@ -124,6 +152,7 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 					rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
 					if ((int64_t)(rng % 1000000000ULL) < sp.loss_ppb) {
 						LE_ADD(s->ldrops, 1);
+						le_record(s, now, 0, 0, (uint32_t)m, LE_LDROP);
 						freel[nfree++] = buf;
 						continue;
 					}
@@ -134,6 +163,7 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 					int64_t t0 = now > last_release ? now : last_release;
 					if (sp.queue > 0 && (double)(t0 - now) > (double)sp.queue * nspb) {
 						LE_ADD(s->qdrops, 1);
+						le_record(s, now, 0, 0, (uint32_t)m, LE_QDROP);
 						freel[nfree++] = buf;
 						continue;
 					}
@@ -152,10 +182,11 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 				}
 				if (n == LE_CAP) {
 					LE_ADD(s->qdrops, 1);
+					le_record(s, now, 0, 0, (uint32_t)m, LE_QDROP);
 					freel[nfree++] = buf;
 					continue;
 				}
-				q[(head + n) % LE_CAP] = (le_pkt){buf, (int)m, release + sp.delay};
+				q[(head + n) % LE_CAP] = (le_pkt){buf, (int)m, release + sp.delay, now};
 				n++;
 			}
 		}
@@ -163,17 +194,36 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 		// not an arrival, ended it.
 		int64_t now = le_now();
 		int first = timed && fds[0].revents == 0;
-		while (n > 0 && q[head].due - comp - now <= LE_BATCH) {
+		if (spin > 0 && n > 0 && q[head].due > now && q[head].due - now <= spin + comp + LE_BATCH) {
+			// Woken for the head packet: learn from how late the wake-up
+			// was against its target (due - spin), then spin to the deadline.
+			if (first) {
+				int64_t wl = now - (q[head].due - spin);
+				int64_t step = wl < -LE_MAXSTEP ? -LE_MAXSTEP : wl > LE_MAXSTEP ? LE_MAXSTEP : wl;
+				comp += step / 4;
+				if (comp < 0) comp = 0;
+				if (comp > LE_MAXCOMP) comp = LE_MAXCOMP;
+				LE_ST(s->comp, comp);
+			}
+			int64_t due = q[head].due;
+			while ((now = le_now()) < due) le_relax();
+		}
+		while (n > 0 && q[head].due - (spin > 0 ? 0 : comp) - now <= LE_BATCH) {
 			le_pkt p = q[head];
 			head = (head + 1) % LE_CAP;
 			n--;
 			int64_t late = now - p.due;
-			if (first) {
+			if (first && spin == 0) {
 				int64_t step = late < -LE_MAXSTEP ? -LE_MAXSTEP : late > LE_MAXSTEP ? LE_MAXSTEP : late;
 				comp += step / 4;
 				if (comp < 0) comp = 0;
 				if (comp > LE_MAXCOMP) comp = LE_MAXCOMP;
 				LE_ST(s->comp, comp);
+				LE_ADD(s->late_sum, late);
+				LE_ADD(s->abs_late_sum, late < 0 ? -late : late);
+				LE_ADD(s->slept, 1);
+			}
+			if (first && spin > 0) {
 				LE_ADD(s->late_sum, late);
 				LE_ADD(s->abs_late_sum, late < 0 ? -late : late);
 				LE_ADD(s->slept, 1);
@@ -187,8 +237,10 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 			if (write(out_fd, p.buf, p.n) == p.n) {
 				LE_ADD(s->pkts, 1);
 				LE_ADD(s->bytes, (uint64_t)p.n);
+				le_record(s, p.arr, p.due, now, (uint32_t)p.n, LE_SENT);
 			} else {
 				LE_ADD(s->qdrops, 1);
+				le_record(s, p.arr, p.due, 0, (uint32_t)p.n, LE_WDROP);
 			}
 			freel[nfree++] = p.buf;
 			now = le_now();
@@ -232,14 +284,57 @@ const Backend = "c (cgo): the loop never re-enters the Go runtime"
 type impl struct {
 	sh   *C.le_shared
 	spmu sync.Mutex // serialises writers of the sequence lock
+
+	recmu sync.RWMutex // guards the ring's lifetime (freed by release)
+	ring  []Record     // the C ring, viewed from Go; nil once released
 }
 
 func (l *Link) init(s Spec) {
 	l.sh = new(C.le_shared)
+	if RecordCap > 0 {
+		if p := C.calloc(C.size_t(RecordCap), C.size_t(unsafe.Sizeof(C.le_rec{}))); p != nil {
+			l.sh.rec = (*C.le_rec)(p)
+			l.sh.rec_cap = C.uint64_t(RecordCap)
+			l.ring = unsafe.Slice((*Record)(p), RecordCap)
+		}
+	}
 	l.pushSpec(s)
 }
 
-func (l *Link) release() {}
+func (l *Link) release() {
+	l.recmu.Lock()
+	defer l.recmu.Unlock()
+	if l.sh.rec != nil {
+		C.free(unsafe.Pointer(l.sh.rec))
+		l.sh.rec, l.ring = nil, nil
+	}
+}
+
+func (l *Link) setSpin(d time.Duration) { atomic.StoreInt64(i64(&l.sh.spin), int64(d)) }
+
+// records copies the records with index ≥ since still in the ring.
+func (l *Link) records(since uint64) ([]Record, uint64) {
+	l.recmu.RLock()
+	defer l.recmu.RUnlock()
+	if l.ring == nil {
+		return nil, since
+	}
+	c := uint64(len(l.ring))
+	n := atomic.LoadUint64(u64(&l.sh.rec_n))
+	// Leave a margin: the loop may be overwriting the oldest slots now.
+	lo := since
+	if n > c && lo < n-c+1024 {
+		lo = n - c + 1024
+	}
+	if lo >= n {
+		return nil, n
+	}
+	out := make([]Record, 0, n-lo)
+	for i := lo; i < n; i++ {
+		out = append(out, l.ring[i%c])
+	}
+	return out, n
+}
 
 func u64(p *C.uint64_t) *uint64 { return (*uint64)(unsafe.Pointer(p)) }
 func i64(p *C.int64_t) *int64   { return (*int64)(unsafe.Pointer(p)) }

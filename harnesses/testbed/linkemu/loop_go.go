@@ -5,6 +5,7 @@ package linkemu
 import (
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -25,11 +26,50 @@ type impl struct {
 	lateSum, absLateSum, maxLate atomic.Int64
 	slept, behind                atomic.Uint64
 	cpu                          atomic.Int64
+	spin                         atomic.Int64
+
+	recmu sync.Mutex
+	ring  []Record
+	recN  uint64
 }
 
-func (l *Link) init(Spec)     {}
-func (l *Link) pushSpec(Spec) {}
-func (l *Link) release()      {}
+func (l *Link) init(Spec) {
+	if RecordCap > 0 {
+		l.ring = make([]Record, RecordCap)
+	}
+}
+func (l *Link) pushSpec(Spec)           {}
+func (l *Link) release()                {}
+func (l *Link) setSpin(d time.Duration) { l.spin.Store(int64(d)) }
+
+func (l *Link) record(r Record) {
+	if l.ring == nil {
+		return
+	}
+	l.recmu.Lock()
+	l.ring[l.recN%uint64(len(l.ring))] = r
+	l.recN++
+	l.recmu.Unlock()
+}
+
+func (l *Link) records(since uint64) ([]Record, uint64) {
+	l.recmu.Lock()
+	defer l.recmu.Unlock()
+	n := l.recN
+	if l.ring == nil || since >= n {
+		return nil, n
+	}
+	c := uint64(len(l.ring))
+	lo := since
+	if n > c && lo < n-c {
+		lo = n - c
+	}
+	out := make([]Record, 0, n-lo)
+	for i := lo; i < n; i++ {
+		out = append(out, l.ring[i%c])
+	}
+	return out, n
+}
 
 func (l *Link) counters() Counters {
 	return Counters{Packets: l.pkts.Load(), Bytes: l.bytes.Load(),
@@ -50,7 +90,8 @@ func (l *Link) timing() Timing {
 type packet struct {
 	buf *[maxPacket]byte
 	n   int
-	due int64 // CLOCK_MONOTONIC ns
+	due int64 // Now() ns
+	arr int64
 }
 
 // The emulator thread makes its system calls raw, bypassing the Go
@@ -94,6 +135,7 @@ func (l *Link) schedule(b *bucket, rng *rand.Rand, now int64, size int) (int64, 
 	s := b.spec
 	if s.Loss > 0 && rng.Float64() < s.Loss {
 		l.ldrops.Add(1)
+		l.record(Record{Arr: MonoNow(), Size: uint32(size), Cause: LossDrop})
 		return 0, false
 	}
 	release := now
@@ -103,6 +145,7 @@ func (l *Link) schedule(b *bucket, rng *rand.Rand, now int64, size int) (int64, 
 		t0 := max(now, b.lastRelease)
 		if s.Queue > 0 && float64(t0-now) > float64(s.Queue)*nsPerByte {
 			l.qdrops.Add(1)
+			l.record(Record{Arr: MonoNow(), Size: uint32(size), Cause: QueueDrop})
 			return 0, false
 		}
 		b.tokens = min(float64(s.Burst), b.tokens+float64(t0-b.lastRefill)/nsPerByte)
@@ -197,7 +240,7 @@ func (l *Link) run() {
 					free = append(free, buf)
 					continue
 				}
-				q[(head+n)%len(q)] = packet{buf: buf, n: m, due: due}
+				q[(head+n)%len(q)] = packet{buf: buf, n: m, due: due, arr: Now()}
 				n++
 			}
 		}
@@ -230,8 +273,10 @@ func (l *Link) run() {
 			if _, e := rawWrite(l.outFD, p.buf[:p.n]); e == 0 {
 				l.pkts.Add(1)
 				l.bytes.Add(uint64(p.n))
+				l.record(Record{Arr: p.arr + monoOffset, Due: p.due + monoOffset, Sent: now + monoOffset, Size: uint32(p.n), Cause: Sent})
 			} else {
 				l.qdrops.Add(1)
+				l.record(Record{Arr: p.arr + monoOffset, Due: p.due + monoOffset, Size: uint32(p.n), Cause: WriteDrop})
 			}
 			free = append(free, p.buf)
 			now = Now()

@@ -1,0 +1,285 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/migaudit/migaudit/harnesses/testbed/linkemu"
+)
+
+// Fidelity is what the emulator itself measured over a window of the
+// CLOCK_MONOTONIC clock (linkemu.MonoNow): per path and direction, how the
+// packets it carried fared against its own schedule, and the host stalls
+// the holder's sentinel saw. It is the per-repetition proof (or disproof)
+// that the paths were what the run says they were.
+type Fidelity struct {
+	FromNS int64 `json:"from_ns"`
+	ToNS   int64 `json:"to_ns"`
+	// LateToleranceNS is the lateness above which a packet counts in
+	// DirFidelity.LateOver.
+	LateToleranceNS int64 `json:"late_tolerance_ns"`
+	// Dirs are keyed "A/up", "A/down", "B/up", "B/down" (up = client →
+	// server); a direction that carried nothing in the window is absent.
+	Dirs map[string]DirFidelity `json:"dirs"`
+	// Stalls are the sentinel's wake-ups later than StallThreshold that
+	// began in the window, in order.
+	Stalls []Stall `json:"stalls"`
+	// SentinelSamples is how many 1 ms wake-ups the sentinel made in the
+	// window (0: no sentinel ran; then Stalls proves nothing).
+	SentinelSamples int `json:"sentinel_samples"`
+	// Truncated is set when the records of the window's start had already
+	// been overwritten (the ring holds linkemu.RecordCap per direction).
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// DirFidelity is one direction of one path over a window. Delay is write
+// time − arrival time (propagation, plus queueing behind the token
+// bucket); lateness is write time − scheduled time, i.e. the emulator's
+// own error. Packets are counted by their write time (drops by arrival).
+type DirFidelity struct {
+	Packets        int     `json:"packets"`
+	Bytes          int64   `json:"bytes"`
+	FirstSentNS    int64   `json:"first_sent_ns,omitempty"`
+	LastSentNS     int64   `json:"last_sent_ns,omitempty"`
+	RateBps        float64 `json:"rate_bps"` // bytes × 8 over first..last write (0 for < 2 packets)
+	DelayMedianNS  int64   `json:"delay_median_ns"`
+	DelayP99NS     int64   `json:"delay_p99_ns"`
+	LateMedianNS   int64   `json:"late_median_ns"`
+	LateP99NS      int64   `json:"late_p99_ns"`
+	LateMaxNS      int64   `json:"late_max_ns"`
+	LateMaxAtNS    int64   `json:"late_max_at_ns,omitempty"` // write time of the latest packet
+	LateOver       int     `json:"late_over_tolerance"`
+	LateFraction   float64 `json:"late_fraction"`
+	QueueDrops     int     `json:"queue_drops"`
+	LossDrops      int     `json:"loss_drops"`
+	WriteDrops     int     `json:"write_drops"`
+	EarliestLateNS int64   `json:"earliest_late_ns,omitempty"` // write time of the first packet over the tolerance
+}
+
+// Stall is one host stall: a sentinel wake-up that began at AtNS and came
+// LateNS late.
+type Stall struct {
+	AtNS   int64 `json:"at_ns"`
+	LateNS int64 `json:"late_ns"`
+}
+
+// MonoNow is the clock of Fidelity windows (CLOCK_MONOTONIC, ns; the same
+// in every process on the machine).
+func MonoNow() int64 { return linkemu.MonoNow() }
+
+// Fidelity measures [from, to] (MonoNow ns) with the given lateness
+// tolerance.
+func (t *Testbed) Fidelity(from, to int64, tol time.Duration) (Fidelity, error) {
+	if t.ctl != "" {
+		var f Fidelity
+		err := t.call(request{Op: "fidelity", From: from, To: to, Tol: int64(tol)}, &f)
+		return f, err
+	}
+	t.mu.Lock()
+	if t.down {
+		t.mu.Unlock()
+		return Fidelity{}, fmt.Errorf("testbed %q is down", t.name)
+	}
+	links := map[string]*linkemu.Link{}
+	for _, p := range Paths {
+		links[p+"/up"], links[p+"/down"] = t.links[p][0], t.links[p][1]
+	}
+	sen := t.sentinel
+	t.mu.Unlock()
+	f := Fidelity{FromNS: from, ToNS: to, LateToleranceNS: int64(tol), Dirs: map[string]DirFidelity{}, Stalls: []Stall{}}
+	for k, l := range links {
+		recs, _ := l.Records(0)
+		d, trunc := summariseRecords(recs, from, to, int64(tol))
+		f.Truncated = f.Truncated || trunc
+		if d.Packets > 0 || d.QueueDrops+d.LossDrops+d.WriteDrops > 0 {
+			f.Dirs[k] = d
+		}
+	}
+	if sen != nil {
+		f.Stalls, f.SentinelSamples = sen.monoWindow(from, to)
+	}
+	return f, nil
+}
+
+// summariseRecords computes one direction's figures over [from, to].
+func summariseRecords(recs []linkemu.Record, from, to, tol int64) (DirFidelity, bool) {
+	var d DirFidelity
+	var delays, lates []int64
+	trunc := len(recs) > 0 && recs[0].Arr > from && len(recs) >= linkemu.RecordCap-2048
+	for _, r := range recs {
+		if r.Cause != linkemu.Sent {
+			if r.Arr >= from && r.Arr <= to {
+				switch r.Cause {
+				case linkemu.QueueDrop:
+					d.QueueDrops++
+				case linkemu.LossDrop:
+					d.LossDrops++
+				default:
+					d.WriteDrops++
+				}
+			}
+			continue
+		}
+		if r.Sent < from || r.Sent > to {
+			continue
+		}
+		d.Packets++
+		d.Bytes += int64(r.Size)
+		if d.FirstSentNS == 0 || r.Sent < d.FirstSentNS {
+			d.FirstSentNS = r.Sent
+		}
+		d.LastSentNS = max(d.LastSentNS, r.Sent)
+		late := r.Sent - r.Due
+		delays = append(delays, r.Sent-r.Arr)
+		lates = append(lates, late)
+		if late > d.LateMaxNS || d.Packets == 1 {
+			d.LateMaxNS, d.LateMaxAtNS = late, r.Sent
+		}
+		if late > tol {
+			d.LateOver++
+			if d.EarliestLateNS == 0 {
+				d.EarliestLateNS = r.Sent
+			}
+		}
+	}
+	if d.Packets == 0 {
+		return d, trunc
+	}
+	if d.Packets > 1 && d.LastSentNS > d.FirstSentNS {
+		d.RateBps = float64(d.Bytes) * 8 / (float64(d.LastSentNS-d.FirstSentNS) / 1e9)
+	}
+	slices.Sort(delays)
+	slices.Sort(lates)
+	d.DelayMedianNS, d.DelayP99NS = pick(delays, 0.5), pick(delays, 0.99)
+	d.LateMedianNS, d.LateP99NS = pick(lates, 0.5), pick(lates, 0.99)
+	d.LateFraction = float64(d.LateOver) / float64(d.Packets)
+	return d, trunc
+}
+
+// pick is the nearest-rank quantile of a sorted slice.
+func pick(s []int64, q float64) int64 {
+	i := int(q*float64(len(s))+0.999999) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// Tuning is how the holder reduces the emulator's lateness on a small,
+// shared machine (docs/testbed.md has the measurements behind each).
+type Tuning struct {
+	// PinCPUs, when not empty ("1", "2-3"), pins the emulator's threads
+	// and the sentinel to these CPUs, and Command runs the endpoints on
+	// the other CPUs (taskset).
+	PinCPUs string `json:"pin_cpus,omitempty"`
+	// Mlock locks the holder's memory (mlockall): no page fault on the
+	// packet path.
+	Mlock bool `json:"mlock,omitempty"`
+	// Spin is how long before each deadline the emulator stops sleeping
+	// and busy-waits (cgo loop only); 0 sleeps to the deadline.
+	Spin time.Duration `json:"spin_ns,omitempty"`
+}
+
+// DefaultTuning is what Up uses unless the Config says otherwise.
+func DefaultTuning() Tuning { return Tuning{Mlock: true, Spin: 0} }
+
+// parseCPUs reads "1", "0,2", "2-3" into a CPU set.
+func parseCPUs(s string) (unix.CPUSet, error) {
+	var set unix.CPUSet
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return set, fmt.Errorf("cpu list %q: %w", s, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return set, fmt.Errorf("cpu list %q: %w", s, err)
+			}
+		}
+		for c := a; c <= b; c++ {
+			set.Set(c)
+		}
+	}
+	if set.Count() == 0 {
+		return set, fmt.Errorf("cpu list %q is empty", s)
+	}
+	return set, nil
+}
+
+// otherCPUs is the complement of s among the online CPUs, as a taskset
+// list ("" when nothing remains).
+func otherCPUs(s string) string {
+	set, err := parseCPUs(s)
+	if err != nil {
+		return ""
+	}
+	var all unix.CPUSet
+	if unix.SchedGetaffinity(0, &all) != nil {
+		return ""
+	}
+	var out []string
+	for c := 0; c < 1024; c++ {
+		if all.IsSet(c) && !set.IsSet(c) {
+			out = append(out, strconv.Itoa(c))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// applyTuning applies t.tuning to this (holder) process before the
+// emulator starts, recording what failed, and starts the sentinel.
+func (t *Testbed) applyTuning() {
+	var cpus *unix.CPUSet
+	if t.tuning.PinCPUs != "" {
+		set, err := parseCPUs(t.tuning.PinCPUs)
+		if err != nil {
+			t.tuningErrs = append(t.tuningErrs, err.Error())
+		} else {
+			cpus = &set
+			linkemu.PinCPUs = cpus
+		}
+	}
+	if t.tuning.Mlock {
+		if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE); err != nil {
+			t.tuningErrs = append(t.tuningErrs, "mlockall: "+err.Error())
+		}
+	}
+	t.sentinel = startSentinelOn(cpus)
+}
+
+// WarmUp exchanges UDP echoes on each path for about d: the emulator's
+// threads, their wake-up compensation, the TUN devices and the kernel's
+// neighbour and route caches are then in their running state before the
+// first measurement.
+func WarmUp(ctx context.Context, t *Testbed, d time.Duration) error {
+	e, err := startEcho(t)
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	defer e.close()
+	gap := 2 * time.Millisecond
+	n := max(int(d/gap)/len(Paths), 10)
+	for _, p := range Paths {
+		a, err := t.ClientAddr(p)
+		if err != nil {
+			return err
+		}
+		c, err := newEchoClient(t, a)
+		if err != nil {
+			return fmt.Errorf("warm-up path %s: %w", p, err)
+		}
+		_, _, _, err = echoes(ctx, e, t, c, n, gap)
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("warm-up path %s: %w", p, err)
+		}
+	}
+	return nil
+}
