@@ -256,14 +256,8 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		return res, err
 	}
 	defer srv.Kill()
-	select {
-	case <-ready:
-	case <-srv.Done():
-		return res, fmt.Errorf("msquic server exited (code %d) before listening; see %s", srv.Record().ExitCode, filepath.Join(env.Dir, "server.stderr"))
-	case <-time.After(15 * time.Second):
-		return res, errors.New("msquic server printed no READY line within 15 s")
-	case <-ctx.Done():
-		return res, ctx.Err()
+	if err := srv.AwaitReady(ctx, ready, "msquic server", filepath.Join(env.Dir, "server.stderr"), 15*time.Second); err != nil {
+		return res, err
 	}
 
 	moveTo := "b"

@@ -15,7 +15,6 @@ package picoquic
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -277,14 +276,8 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		return res, err
 	}
 	defer srv.Kill()
-	select {
-	case <-listening:
-	case <-srv.Done():
-		return res, fmt.Errorf("pqharness server exited (code %d) before listening; see %s", srv.Record().ExitCode, filepath.Join(env.Dir, "server.stderr"))
-	case <-time.After(10 * time.Second):
-		return res, errors.New("pqharness server did not report listening within 10 s")
-	case <-ctx.Done():
-		return res, ctx.Err()
+	if err := srv.AwaitReady(ctx, listening, "pqharness server", filepath.Join(env.Dir, "server.stderr"), 10*time.Second); err != nil {
+		return res, err
 	}
 
 	var received int64

@@ -3,6 +3,7 @@ package run
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -150,6 +151,22 @@ func trimEOL(b []byte) []byte {
 
 // Done is closed when the process has exited and its output is saved.
 func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// AwaitReady waits until ready is closed (the process said it listens). It
+// fails naming what and its stderr file if the process exits first, if
+// nothing is said within timeout, or when ctx ends.
+func (p *Proc) AwaitReady(ctx context.Context, ready <-chan struct{}, what, stderr string, timeout time.Duration) error {
+	select {
+	case <-ready:
+		return nil
+	case <-p.Done():
+		return fmt.Errorf("%s exited (code %d) before listening; see %s", what, p.Record().ExitCode, stderr)
+	case <-time.After(timeout):
+		return fmt.Errorf("%s did not report listening within %v", what, timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Wait waits for exit, at most d; on timeout it kills the process group.
 // It returns the process record.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,3 +194,40 @@ func (stubHarness) Check(context.Context) (Binaries, error)           { return n
 func (stubHarness) Scenarios() []Scenario                             { return []Scenario{Standard} }
 func (stubHarness) Unsupported(Scenario) string                       { return "one-shot timer" }
 func (stubHarness) RunRep(context.Context, RepEnv) (RepResult, error) { return RepResult{}, nil }
+
+// TestAwaitReady: a process that says it listens is ready; one that exits
+// first, or says nothing in time, is an error naming it.
+func TestAwaitReady(t *testing.T) {
+	tests := []struct {
+		name    string
+		script  string
+		wantErr string
+	}{
+		{"ready", "echo LISTENING; sleep 5", ""},
+		{"exits first", "exit 4", "srv exited (code 4) before listening"},
+		{"silent", "sleep 5", "srv did not report listening within 300ms"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ready := make(chan struct{})
+			var once sync.Once
+			p, err := Start(ProcSpec{Role: "srv", Dir: t.TempDir(), Cmd: exec.Command("sh", "-c", tc.script),
+				OnStdout: func(l string) {
+					if l == "LISTENING" {
+						once.Do(func() { close(ready) })
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Kill()
+			err = p.AwaitReady(context.Background(), ready, "srv", "srv.stderr", 300*time.Millisecond)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("ready process: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("got %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
