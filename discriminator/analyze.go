@@ -355,7 +355,14 @@ func q3(a Analysis) Verdict {
 	case "mixed":
 		return Verdict{"UNKNOWN", "metrics carry no path id and interleave the old and new paths' estimators; per-path evidence is needed"}
 	case "converging":
-		return Verdict{"UNKNOWN", fmt.Sprintf("first RTT sample after migration (%s) lies between the old (%s) and new (%s) paths", fmtRTT(r.FirstAfterUS), fmtRTT(r.OldPathUS), fmtRTT(r.NewPathUS))}
+		why := fmt.Sprintf("first RTT sample after migration (%s) lies between the old (%s) and new (%s) paths", fmtRTT(r.FirstAfterUS), fmtRTT(r.OldPathUS), fmtRTT(r.NewPathUS))
+		if r.OldPathPacket {
+			return Verdict{"NO", why + fmt.Sprintf("; it came from the ACK of packet %d, sent before the migration", r.OldPathPacketNumber)}
+		}
+		return Verdict{"UNKNOWN", why}
+	}
+	if r.OldPathPacket && r.FirstAfterUS > 0 {
+		return Verdict{"NO", fmt.Sprintf("the first RTT sample after migration (%s) came from the ACK of packet %d, sent before the migration, whatever its value says", fmtRTT(r.FirstAfterUS), r.OldPathPacketNumber)}
 	}
 	return Verdict{"UNKNOWN", "RTT after migration cannot be attributed: " + r.Detail}
 }

@@ -290,8 +290,10 @@ func (m *rttMachine) result(acks ackIndex) RTTAttribution {
 	}
 
 	r.Attribution = m.attr
+	ambiguous := false
 	if r.Attribution == "none" {
 		r.Attribution = "unknown"
+		ambiguous = true
 	}
 	oldText := fmtRTT(r.OldPathUS)
 	if r.OldPathMeasuredUS > 0 {
@@ -299,6 +301,9 @@ func (m *rttMachine) result(acks ackIndex) RTTAttribution {
 	}
 	r.Detail = fmt.Sprintf("%sfirst smoothed RTT after %s is %s at %s; old path %s, new path %s, default %s",
 		lead, in.startWhy, fmtRTT(first.SmoothedRTTUS), fmtMS(first.TimeUS), oldText, fmtRTTSrc(in.newPathUS, in.newPathSrc), fmtRTT(in.defaultUS))
+	if ambiguous {
+		r.Detail += fmt.Sprintf("; within %.0f%% of more than one of them, or near none: the value cannot say which path it measured", matchTolerance*100)
+	}
 
 	if in.newPathUS > 0 && r.Attribution != "new-path" {
 		if m.haveConv {
@@ -377,7 +382,8 @@ func (events eventAcks) ackedPacketBehind(atUS, lo int64) (pn, sentUS int64, ok 
 }
 
 // closestName names the reference a value matches: the nearest (in ratio)
-// of those within matchTolerance; else "converging" when it lies between
+// of those within matchTolerance ("none" when references of two different
+// names are both within it); else "converging" when it lies between
 // the old and the new path; else the nearest within a factor of two; else
 // "none".
 func closestName(v int64, r RTTAttribution) string {
@@ -399,6 +405,14 @@ func closestName(v int64, r RTTAttribution) string {
 		return best
 	}
 	if n := nearest(math.Log(1 + matchTolerance)); n != "none" {
+		// Within the tolerance of two different references (the old
+		// path's RTT raised by queueing to about the new path's): the
+		// value cannot tell them apart.
+		for _, c := range refs {
+			if c.name != n && c.ref > 0 && v > 0 && math.Abs(math.Log(float64(v)/float64(c.ref))) <= math.Log(1+matchTolerance) {
+				return "none"
+			}
+		}
 		return n
 	}
 	for _, old := range []int64{r.OldPathUS, r.OldPathMeasuredUS} {

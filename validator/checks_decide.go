@@ -248,13 +248,10 @@ func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error
 			if newPath == 0 {
 				newPath = rep.Get("rtt.new_path_us").Int()
 			}
-			// The old path's RTT: as the run configured it (manifest),
-			// else as the trace last measured it before migrating.
-			old := v.configuredRTT(im, rep, "A")
-			if old <= 0 {
-				old = lastBefore
-			}
-			attr = attributionOf(first, old, newPath, def)
+			// The old path's RTT as the run configured it (manifest) and as
+			// the trace last measured it before migrating: an old-path
+			// packet's sample reads the latter, queueing included.
+			attr = attributionOf(first, []int64{v.configuredRTT(im, rep, "A"), lastBefore}, newPath, def)
 			// Without a reset the smoothed RTT after the migration carries
 			// on from the old path's estimator, and queueing on path A can
 			// have raised that to about the new path's RTT: the value then

@@ -566,7 +566,7 @@ func classify(value, prev int64, initial []int64, minWin int64, factor float64) 
 	if minWin > 0 && value == minWin {
 		return "LOSS_FLOOR"
 	}
-	if factor > 0 && math.Abs(float64(value)-factor*float64(prev)) <= 1 {
+	if factor > 0 && isBackoffOf(value, prev, factor) {
 		return "LOSS_BACKOFF"
 	}
 	lowest := int64(math.MaxInt64)
@@ -694,7 +694,37 @@ func beforeCandidates(w windowFacts, from, at, to int64) []int64 {
 			break
 		}
 	}
+	// A per-path trace logs the old path's window at the migration instant
+	// beside the new path's first one: that old-path value is still the
+	// window before the collapse.
+	old := map[string]bool{}
+	peak := int64(-1)
+	for _, s := range w.cwnd {
+		if s.T < at {
+			old[s.Path] = true
+		}
+		if s.T >= from && s.T <= at && old[s.Path] {
+			peak = max(peak, s.Cwnd)
+		}
+	}
+	if peak >= 0 {
+		out = append(out, peak)
+	}
 	return out
+}
+
+// isBackoffOf: value is factor × prev as an implementation computes it in
+// integers — truncated, floored, rounded or rounded up — give or take 1 B (the logged
+// previous window can lag the one the backoff multiplied by a few bytes of
+// congestion-avoidance growth; docs/analyze.md states the same tolerance).
+func isBackoffOf(value, prev int64, factor float64) bool {
+	p := factor * float64(prev)
+	for _, r := range []float64{math.Trunc(p), math.Floor(p), math.Round(p), math.Ceil(p)} {
+		if math.Abs(float64(value)-r) <= 1 {
+			return true
+		}
+	}
+	return false
 }
 
 func containsInt(xs []int64, x int64) bool {
@@ -751,6 +781,13 @@ func rttFacts(f *traceFacts, at, def int64) (firsts []int64, lastBefore int64) {
 				got["newpath"] = true
 				firsts = append(firsts, s.SRTT)
 			}
+		}
+		// A smoothed RTT equal to its own latest sample is an estimator's
+		// first sample (RFC 9002 §5.3: smoothed_rtt = latest_rtt): an
+		// estimator restarted without logging its default (quic-go).
+		if s.Latest > 0 && within(s.SRTT, s.Latest, 1) && !got["fresh"] {
+			got["fresh"] = true
+			firsts = append(firsts, s.SRTT)
 		}
 		if !got["at"] {
 			got["at"] = true
@@ -838,7 +875,7 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 		if badNew {
 			continue
 		}
-		want := attributionOf(first, lastBefore, newPath, defRTT)
+		want := attributionOf(first, []int64{lastBefore, cfgA}, newPath, defRTT)
 		if attr == "mixed" {
 			if n := interleavings(f, at, lastBefore, newPath, defRTT); n < 2 {
 				d.fail("%s: survey says mixed, but the RTT samples after migration switch between old (%d µs), new (%d µs) and default values %d times: not two estimators interleaved", id, lastBefore, newPath, n)
@@ -896,27 +933,57 @@ func roughly(a, b int64, tol float64) bool {
 	return math.Abs(float64(a-b)) <= tol*math.Max(float64(b), 1)
 }
 
-// attributionOf: default when at the default exactly, new path within 20%,
-// otherwise whichever of old/new is nearer ("" when undecidable).
-func attributionOf(first, old, newPath, def int64) string {
+// attributionOf names what a first post-migration RTT value matches: the
+// default; the new path (within 20 %); between the new path and an old-path
+// reference (the configured RTT or the one measured before migrating), the
+// old path when nearer it, else "converging"; beyond every reference
+// (queueing only adds to a path's RTT, so a value outside them is no
+// smoothed value moving between them), the nearest in ratio within a
+// factor of two. "" = undecided.
+func attributionOf(first int64, olds []int64, newPath, def int64) string {
 	if def > 0 && within(first, def, 1000) {
 		return "default"
 	}
 	if newPath <= 0 {
 		return ""
 	}
-	if old > 0 && roughly(old, newPath, 0.25) {
-		// The old path measured about what the new one is configured at
-		// (queueing on path A under load): a value cannot tell them apart.
-		return ""
+	var refs []int64
+	for _, o := range olds {
+		if o <= 0 {
+			continue
+		}
+		if roughly(o, newPath, 0.25) {
+			// The old path measured about what the new one is configured
+			// at (queueing on path A under load): a value cannot tell
+			// them apart.
+			return ""
+		}
+		refs = append(refs, o)
 	}
 	if roughly(first, newPath, 0.2) {
 		return "new-path"
 	}
-	if old > 0 && math.Abs(float64(first-old)) < math.Abs(float64(first-newPath)) {
-		return "old-path"
+	if len(refs) == 0 {
+		return "converging"
 	}
-	return "converging"
+	for _, old := range refs {
+		if first > min(old, newPath) && first < max(old, newPath) {
+			if math.Abs(float64(first-old)) < math.Abs(float64(first-newPath)) {
+				return "old-path"
+			}
+			return "converging"
+		}
+	}
+	best, bestD := "", math.Log(2)
+	for _, ref := range append([]int64{newPath}, refs...) {
+		if d := math.Abs(math.Log(float64(first) / float64(ref))); d <= bestD {
+			best, bestD = "old-path", d
+			if ref == newPath {
+				best = "new-path"
+			}
+		}
+	}
+	return best
 }
 
 // interleavings counts switches between old-path, new-path and default

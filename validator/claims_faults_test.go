@@ -124,7 +124,7 @@ func TestPlantedProse(t *testing.T) {
 		{name: "quiche mechanism: Path::new called at 4 sites", check: "quiche/prose", survey: edit("Path::new called at 3 sites", "Path::new called at 4 sites")},
 		{name: "mvfst mechanism: cache call cited at line 890", check: "mvfst/prose", survey: edit("ServerStateMachine.cpp:904", "ServerStateMachine.cpp:890")},
 		{name: "quicly mechanism: observing endpoint YES", check: "quicly/prose", survey: edit("observing endpoint: RESET_KEEPS_RTT (promote_path", "observing endpoint: YES (promote_path")},
-		{name: "quiche detail: repetitions 4 YES, 0 NO", check: "quiche/prose", survey: edit("repetitions disagree: 3 YES, 1 NO", "repetitions disagree: 4 YES, 0 NO")},
+		{name: "msquic detail: repetitions 5 YES, 0 NO", check: "msquic/prose", survey: edit("repetitions disagree: 4 YES, 1 NO", "repetitions disagree: 5 YES, 0 NO")},
 		{name: "neqo mechanism: a sentence repeated", check: "neqo/prose", survey: func(t *testing.T, doc map[string]any) {
 			a := answer(t, doc, "neqo", "Q1")
 			first := strings.SplitN(a["mechanism"].(string), "; ", 2)[0]

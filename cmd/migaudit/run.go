@@ -145,6 +145,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 	_ = f.MarkHidden("emulator-spin")
 	_ = f.MarkHidden("no-mlock")
 	f.StringVar(&calScope, "calibration", tbnet.CalibrateOperatingPoint, "calibration scope: operating-point (the four gates at the run's own path RTTs and rates) or full (gates at 10/20/40 ms, 20/50/100 Mbit/s as well)")
+	cmd.AddCommand(newRunReanalyzeCmd())
 	return cmd
 }
 
@@ -205,4 +206,37 @@ func loadNow() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+func newRunReanalyzeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reanalyze REPDIR [REPDIR...]",
+		Short: "Re-derive recorded repetitions' analyses with this build's discriminator",
+		Long: `reanalyze re-runs the discriminator on each repetition directory's kept server
+trace, with the parameters and path RTTs its manifest recorded, rewrites
+analysis.json (and analysis-return.json) atomically when the result differs, and
+updates the manifest's file digests. Nothing else is touched: the measurement,
+its fidelity record and its status stay as recorded. Use it after a
+discriminator fix, then rebuild the survey (migaudit survey).`,
+		Example: `  migaudit run reanalyze data/evidence/*/rep*`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, dirs []string) error {
+			out := cmd.OutOrStdout()
+			n := 0
+			for _, d := range dirs {
+				changed, err := liverun.Reanalyse(d)
+				if err != nil {
+					return err
+				}
+				state := "unchanged"
+				if changed {
+					state = "re-derived"
+					n++
+				}
+				fmt.Fprintf(out, "%s: %s\n", d, state)
+			}
+			fmt.Fprintf(out, "%d of %d repetitions re-derived\n", n, len(dirs))
+			return nil
+		},
+	}
 }

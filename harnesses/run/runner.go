@@ -470,7 +470,7 @@ func repLineSuffix(rs RepSummary) string {
 // analyse parses the server trace and runs the discriminator with the
 // run's parameters and the configured path RTTs. For migrate-back it also
 // analyses the return, by cutting the timeline after the first migration.
-func analyse(trace, impl string, sc Scenario, res RepResult, netw Net) (discriminator.Analysis, *discriminator.Analysis, error) {
+func analyse(trace, impl string, sc Scenario, res RepResult, netw pathRTTs) (discriminator.Analysis, *discriminator.Analysis, error) {
 	tl, err := parsers.ParseFile(trace, parsers.Options{})
 	if err != nil {
 		return discriminator.Analysis{}, nil, err

@@ -1,0 +1,103 @@
+package run
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/migaudit/migaudit/discriminator"
+)
+
+// pathRTTs is what the discriminator needs of a Net: the configured RTTs.
+type pathRTTs interface {
+	PathRTT(p Path) time.Duration
+}
+
+// recordedPaths gives the RTTs a repetition's manifest recorded.
+type recordedPaths map[Path]PathInfo
+
+func (r recordedPaths) PathRTT(p Path) time.Duration {
+	return time.Duration(r[p].RTTUS) * time.Microsecond
+}
+
+// Reanalyse re-derives a recorded repetition's analysis.json (and
+// analysis-return.json for a migrate-back) from its kept server trace with
+// this build's discriminator and the parameters and path RTTs its manifest
+// recorded, and brings the manifest's file digests up to date. Nothing
+// else in the manifest changes; a manifest this build would not write back
+// byte for byte is refused rather than rewritten. It reports whether any
+// file changed.
+func Reanalyse(dir string) (bool, error) {
+	mp := filepath.Join(dir, "manifest.json")
+	raw, err := os.ReadFile(mp)
+	if err != nil {
+		return false, fmt.Errorf("reanalyse %s: %w", dir, err)
+	}
+	var man Manifest
+	if err := json.Unmarshal(raw, &man); err != nil {
+		return false, fmt.Errorf("reanalyse %s: %w", mp, err)
+	}
+	if again, err := marshalManifest(man); err != nil || !bytes.Equal(again, raw) {
+		return false, fmt.Errorf("reanalyse %s: the manifest was not written by this version of migaudit (it does not round-trip); refusing to rewrite it", mp)
+	}
+	if man.Result.ServerTrace == "" {
+		return false, fmt.Errorf("reanalyse %s: manifest names no server trace", mp)
+	}
+	trace := filepath.Join(dir, man.Result.ServerTrace)
+	if _, err := os.Stat(trace); err != nil {
+		return false, fmt.Errorf("reanalyse %s: server trace: %w", dir, err)
+	}
+	a, ret, err := analyse(trace, man.Implementation, man.Scenario, man.Result, recordedPaths(man.Paths))
+	if err != nil {
+		return false, fmt.Errorf("reanalyse %s: %w", trace, err)
+	}
+	// The recorded analysis names the trace where the run wrote it; keep
+	// that name, it is part of the record.
+	changed := false
+	for _, f := range []struct {
+		name string
+		an   *discriminator.Analysis
+	}{{"analysis.json", &a}, {"analysis-return.json", ret}} {
+		if f.an == nil {
+			continue
+		}
+		p := filepath.Join(dir, f.name)
+		old, err := os.ReadFile(p)
+		if err == nil {
+			var prev discriminator.Analysis
+			if json.Unmarshal(old, &prev) == nil && prev.Trace != "" {
+				f.an.Trace = prev.Trace
+			}
+		}
+		b, err := json.MarshalIndent(f.an, "", "  ")
+		if err != nil {
+			return false, fmt.Errorf("reanalyse %s: %w", p, err)
+		}
+		if bytes.Equal(append(b, '\n'), old) {
+			continue
+		}
+		if err := WriteJSONAtomic(p, f.an); err != nil {
+			return false, fmt.Errorf("reanalyse %s: %w", p, err)
+		}
+		changed = true
+	}
+	if !changed {
+		return false, nil
+	}
+	man.Files = listFiles(dir)
+	if err := WriteJSONAtomic(mp, man); err != nil {
+		return true, fmt.Errorf("reanalyse %s: %w", mp, err)
+	}
+	return true, nil
+}
+
+func marshalManifest(man Manifest) ([]byte, error) {
+	b, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
