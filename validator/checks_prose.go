@@ -499,6 +499,29 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				}
 				mark(m[0], m[1])
 			}
+			// Figures re-counted from the source by this implementation's
+			// own reading (prose_counts.go).
+			for _, pc := range proseCounts[im.Get("name").String()] {
+				for _, m := range pc.re.FindAllStringSubmatchIndex(text, -1) {
+					if covered[m[2]] {
+						continue
+					}
+					mark(m[0], m[1])
+					if terr != nil {
+						skipped++
+						continue
+					}
+					n, err := memo(&v.mu, v.counts, t.repoDir+"@"+t.commit+"#prose:"+pc.what, func() (int, error) { return pc.count(t) })
+					if err != nil {
+						d.fail("%s: %v", where, err)
+						continue
+					}
+					derived++
+					if c := atoi(text[m[2]:m[3]]); c != n {
+						d.fail("%s says %d %s; %d at %s", where, c, pc.what, n, short(im.Get("commit").String()))
+					}
+				}
+			}
 			// Counts of the answer's own cited positions.
 			ev := a.Get("evidence").Array()
 			countEv := func(keep func(e gjson.Result) bool) int {
