@@ -907,6 +907,12 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 			// (checked below): not evidence either way.
 			w = "UNKNOWN"
 		}
+		if attr == "unknown" || attr == "default" {
+			// Near two references or none, or no sample at all: the value
+			// says nothing of which path fed the estimator; only an
+			// old-path packet's ACK (below) decides.
+			w = "UNKNOWN"
+		}
 		why := "RTT attributed to " + attr
 		if attr == "mixed" {
 			// Two estimators interleaved without path ids (checked above):

@@ -55,8 +55,14 @@ func freshFaults(t *testing.T) ([]planted, map[string]string) {
 		{name: "ngtcp2 rep1 calibrated at path B 80 ms", check: "ngtcp2/calibration", files: setCal("ngtcp2", 0, func(cal map[string]any) {
 			obj(cal, "record", "paths", "B")["rtt_ns"] = 80_000_000.0
 		})},
-		{name: "quic-go rep3 timing deviation 450 µs, still pass", check: "quic-go/calibration", files: setCal("quic-go", 2, func(cal map[string]any) {
-			timing(cal, 1)["mean_abs_dev_ns"] = 450_000.0
+		// The record is in sanity mode, which judges a median off by a
+		// systematic error, not jitter (a 450 µs mean deviation is no
+		// false claim there): the median 3 % off, made consistent, still
+		// claiming pass.
+		{name: "quic-go rep3 timing median 3 % off, still pass", check: "quic-go/calibration", files: setCal("quic-go", 2, func(cal map[string]any) {
+			tm := timing(cal, 1)
+			tm["median_ns"] = 41_200_000.0
+			tm["median_err_pct"] = 3.0
 		})},
 		{name: "quiche rep2 warned uncalibrated, manifest calibrated", check: "quiche/calibration", survey: func(t *testing.T, doc map[string]any) {
 			r := reps(t, doc, "quiche")[1].(map[string]any)
