@@ -60,68 +60,201 @@ type Stall struct {
 	LateNS int64 `json:"late_ns"`
 }
 
-// FidelityRule is what a repetition's verdict window must satisfy. The
-// values are recorded in every manifest; the validator holds its own copy
-// and refuses a manifest whose rule differs.
+// FidelityRuleName names the rule below in every manifest. The first rule
+// (no name; fixed limits: every packet around an RTT sample within 1 ms, no
+// stall there over 2 ms, at most 1 % or 2 packets per direction over 1 ms)
+// was stricter everywhere the verdict is concerned; manifests judged by it
+// are re-judged by this one from their raw figures.
+const FidelityRuleName = "verdict-sensitivity/2"
+
+// FidelityRule is what a repetition's verdict window must satisfy: the
+// emulation may be imperfect, but never in a way that could have changed
+// the repetition's verdict. The values are recorded in every manifest; the
+// validator holds its own copy and refuses a manifest whose rule is looser.
+//
+// What lateness and stalls can do to the verdict. Every path direction is
+// FIFO (a late packet delays every packet behind it, never overtakes or is
+// overtaken by one on the same path), so within a path a late packet
+// cannot make a packet look lost: RFC 9002 declares a packet lost only
+// when a later one is acknowledged first (3 packets, or 9/8 RTT, later).
+// What lateness does is (1) inflate the RTT samples taken across it, (2)
+// shift the ACK clock, and (3), while both paths carry traffic in one
+// direction, let a packet on one path be overtaken by a later one on the
+// other, which can look like a loss. The window's classification (reset:
+// exactly the initial window; loss backoff: β × the previous window; loss
+// floor: the minimum window) reads exact window values, which timing does
+// not change, so (2) and (3) matter only where they could create or remove
+// a loss: that is what the stall and cross-path limits bound, and (1) is
+// what the RTT-sample rule bounds.
 type FidelityRule struct {
+	Name string `json:"name"`
 	// LateToleranceNS: a packet written later than this after its
-	// scheduled time is "late". 1 ms: late by that much in both
-	// directions, an RTT sample on the 20 ms path moves by 10 %, the
-	// discriminator's convergence tolerance.
+	// scheduled time counts as "late" in the recorded figures
+	// (late_over_tolerance, late_fraction), which are kept for every
+	// direction but not judged by a share: the schedule is absolute (each
+	// packet is due at its arrival plus the path's delay, whatever its
+	// predecessors did), so lateness does not accumulate, and a share of
+	// late packets changes nothing a single one of them could not. It is
+	// also the cross-path limit on the slower path (below).
 	LateToleranceNS int64 `json:"late_tolerance_ns"`
-	// MaxLateFraction: at most this share of a direction's packets in the
-	// window may be late, or MaxLatePackets if that is more (smoothed RTT
-	// is an average with gain 1/8 and the window curve spans thousands of
-	// packets: 1 % of the samples, or two late ACKs on a quiet direction,
-	// cannot move either visibly; the one sample the RTT verdict reads has
-	// its own rule below).
-	MaxLateFraction float64 `json:"max_late_fraction"`
-	MaxLatePackets  int     `json:"max_late_packets"`
 	// MaxStallNS: no host stall in the reset window may be longer. The
 	// reset window runs from the scope's start (before path validation)
 	// to two new-path RTTs after the first window decrease that follows
 	// the migration (the end of the scope when there is none): the
-	// exchange the Q1 verdict reads. A stall freezes the endpoints;
-	// every direction is FIFO, so it cannot make a packet look lost
-	// (RFC 9002 needs a later packet acknowledged first, or 9/8 RTT
-	// without one while later ones are), and a PTO alone does not touch
-	// the window; what a stall does is shift the ACK clock. Half the
-	// shortest path RTT (10 ms at 20 ms) keeps that shift below the
+	// exchange the Q1 verdict reads. A stall freezes the endpoints and
+	// cannot make a packet look lost (FIFO, above), and a PTO alone does
+	// not touch the window; what a stall does is shift the ACK clock. Half
+	// the shortest path RTT (10 ms at 20 ms) keeps that shift below the
 	// difference between the paths the verdict tells apart, and far below
 	// the 3 PTOs of persistent congestion, the one way a pause collapses a
-	// window. Later in the scope the packets' own lateness is the measure.
+	// window.
 	MaxStallNS int64 `json:"max_stall_ns"`
 	// ResetWindowRTTs is how many new-path RTTs after the first decrease
 	// the reset window extends.
 	ResetWindowRTTs int `json:"reset_window_rtts"`
-	// SampleMaxLateNS / SampleMaxStallNS hold around each RTT-attribution
-	// sample (from one sample RTT + 5 ms before it to it): every packet
-	// within the tolerance and no stall longer than twice it, so that the
-	// sample itself is off by less than the convergence tolerance.
-	SampleMaxLateNS  int64 `json:"sample_max_late_ns"`
-	SampleMaxStallNS int64 `json:"sample_max_stall_ns"`
-	// MinSentinelSamples: the sentinel must have run through the window
+	// OneWayANS / OneWayBNS are the paths' configured one-way delays
+	// (half their RTTs), from which the cross-path limits follow.
+	OneWayANS int64 `json:"one_way_a_ns"`
+	OneWayBNS int64 `json:"one_way_b_ns"`
+	// FastPathReorderNS / SlowPathReorderNS: while the other path carries
+	// traffic in the same direction (CrossPath spans), no packet may be
+	// later than this. A packet on the faster path sent before one on the
+	// slower path still arrives first unless it is late by more than the
+	// one-way delays' difference (10 ms between 20 and 40 ms paths): below
+	// that it cannot be overtaken, so it cannot look lost; capped at
+	// MaxStallNS for the ACK clock. A packet on the slower path is already
+	// overtaken by the faster path's later packets (by the difference);
+	// lateness lengthens that overtaking, so it is held to the tolerance:
+	// 1 ms is at most 2 packet times at 20 Mbit/s (1,242 B every 0.5 ms),
+	// less than RFC 9002's packet threshold of 3, and 1/22 of its time
+	// threshold (9/8 of a 20 ms RTT).
+	FastPathReorderNS int64 `json:"fast_path_reorder_ns"`
+	SlowPathReorderNS int64 `json:"slow_path_reorder_ns"`
+	// SampleRule: lateness and stalls only inflate an RTT sample; with L
+	// the worst lateness of a packet on an up direction plus that on a
+	// down direction plus every host stall around the sample (from one
+	// sample RTT + 5 ms before it to it), the sample's attribution must be
+	// the same for every value from the measured one down to the measured
+	// one minus L. Otherwise the host could have decided the attribution.
+	SampleRule string `json:"sample_rule"`
+	// MinSentinelShare: the sentinel must have run through the window
 	// (at least this share of its 1 ms wake-ups); otherwise the absence of
 	// stalls proves nothing.
 	MinSentinelShare float64 `json:"min_sentinel_share"`
 }
 
-// DefaultFidelityRule is the rule for paths whose shortest RTT is minRTT.
-func DefaultFidelityRule(minRTT time.Duration) FidelityRule {
+// DefaultFidelityRule is the rule for paths A and B of these RTTs.
+func DefaultFidelityRule(rttA, rttB time.Duration) FidelityRule {
+	minRTT := min(rttA, rttB)
+	if minRTT <= 0 {
+		minRTT = max(rttA, rttB)
+	}
 	stall := int64(minRTT / 2)
 	if stall <= 0 {
 		stall = int64(10 * time.Millisecond)
 	}
-	return FidelityRule{
-		LateToleranceNS:  int64(time.Millisecond),
-		MaxLateFraction:  0.01,
-		MaxLatePackets:   2,
-		MaxStallNS:       stall,
-		ResetWindowRTTs:  2,
-		SampleMaxLateNS:  int64(time.Millisecond),
-		SampleMaxStallNS: int64(2 * time.Millisecond),
-		MinSentinelShare: 0.5,
+	tol := int64(time.Millisecond)
+	diff := int64(rttA-rttB) / 2
+	if diff < 0 {
+		diff = -diff
 	}
+	return FidelityRule{
+		Name:              FidelityRuleName,
+		LateToleranceNS:   tol,
+		MaxStallNS:        stall,
+		ResetWindowRTTs:   2,
+		OneWayANS:         int64(rttA / 2),
+		OneWayBNS:         int64(rttB / 2),
+		FastPathReorderNS: max(tol, min(stall, diff)),
+		SlowPathReorderNS: tol,
+		SampleRule:        "the attribution of the measured sample equals that of the sample minus (worst up lateness + worst down lateness + host stalls) around it",
+		MinSentinelShare:  0.5,
+	}
+}
+
+// ReorderLimit is the cross-path limit for a packet on path p ("A"/"B").
+func (r FidelityRule) ReorderLimit(p string) int64 {
+	own, other := r.OneWayANS, r.OneWayBNS
+	if p == "B" {
+		own, other = other, own
+	}
+	if other-own > r.LateToleranceNS {
+		return r.FastPathReorderNS
+	}
+	return r.SlowPathReorderNS
+}
+
+// CrossPath is one direction's lateness while the other path carried
+// traffic in the same direction: the span in which a packet written on
+// this path could have been overtaken by one sent after it on the other,
+// [other's first write, other's last write + this path's one-way delay +
+// this direction's worst lateness], within the verdict window.
+type CrossPath struct {
+	Dir       string `json:"dir"`
+	Other     string `json:"other"`
+	FromNS    int64  `json:"from_ns"`
+	ToNS      int64  `json:"to_ns"`
+	Packets   int    `json:"packets"`
+	LateMaxNS int64  `json:"late_max_ns"`
+	LateOver  int    `json:"late_over_tolerance"`
+	LimitNS   int64  `json:"limit_ns"`
+	Measured  bool   `json:"measured"` // false: the whole window's worst stands in
+}
+
+// RTTSampleCheck is the sensitivity of one RTT-attribution sample to the
+// lateness and stalls measured around it.
+type RTTSampleCheck struct {
+	ValueUS           int64  `json:"value_us"`
+	AtUS              int64  `json:"at_us"`
+	OldPathUS         int64  `json:"old_path_us,omitempty"`
+	OldPathMeasuredUS int64  `json:"old_path_measured_us,omitempty"`
+	NewPathUS         int64  `json:"new_path_us,omitempty"`
+	DefaultUS         int64  `json:"default_us,omitempty"`
+	LateUpNS          int64  `json:"late_up_ns"`
+	LateDownNS        int64  `json:"late_down_ns"`
+	StallsNS          int64  `json:"stalls_ns"`
+	InflationNS       int64  `json:"inflation_ns"`
+	LowestUS          int64  `json:"lowest_us"`
+	Attribution       string `json:"attribution"`
+	// ChangesAtUS is the highest value below the measured one whose
+	// attribution differs (0: none down to LowestUS), ChangesTo that
+	// attribution.
+	ChangesAtUS int64  `json:"changes_at_us,omitempty"`
+	ChangesTo   string `json:"changes_to,omitempty"`
+	Decided     bool   `json:"decided"`
+}
+
+// SampleInflation is the most lateness and stalls can have added to an
+// RTT sample measured across window w: the worst lateness on an up
+// direction plus that on a down direction plus every stall.
+func SampleInflation(w FidelityWindow) (up, down, stalls int64) {
+	for k, d := range w.Dirs {
+		l := max(d.LateMaxNS, 0)
+		if strings.HasSuffix(k, "/up") {
+			up = max(up, l)
+		} else {
+			down = max(down, l)
+		}
+	}
+	for _, s := range w.Stalls {
+		stalls += max(s.LateNS, 0)
+	}
+	return up, down, stalls
+}
+
+// CheckSample asks classify whether a sample of v µs has the same
+// attribution at every whole µs down to v minus inflation (ns).
+func CheckSample(v, inflation int64, classify func(int64) string) RTTSampleCheck {
+	c := RTTSampleCheck{ValueUS: v, InflationNS: inflation, Attribution: classify(v), Decided: true}
+	lo := max(v-(inflation+999)/1000, 1)
+	c.LowestUS = lo
+	for x := v - 1; x >= lo; x-- {
+		if a := classify(x); a != c.Attribution {
+			c.ChangesAtUS, c.ChangesTo, c.Decided = x, a, false
+			break
+		}
+	}
+	return c
 }
 
 // Fidelity is the manifest's "fidelity" block.
@@ -140,6 +273,13 @@ type Fidelity struct {
 	WindowBasis string         `json:"window_basis"`
 	// Samples are the windows around the RTT-attribution samples.
 	Samples []FidelityWindow `json:"rtt_sample_windows,omitempty"`
+	// RTTSamples are the samples themselves (one per window in Samples)
+	// with how much lateness and stalls could have inflated them and
+	// whether that could have changed their attribution.
+	RTTSamples []RTTSampleCheck `json:"rtt_samples,omitempty"`
+	// CrossPaths are the directions' lateness while the other path carried
+	// traffic in the same direction.
+	CrossPaths []CrossPath `json:"cross_paths,omitempty"`
 	// ResetWindows are where the stall rule applies (emulator ns).
 	ResetWindows []Span `json:"reset_windows,omitempty"`
 	// Held is true when every part of the rule held; Problems says what
@@ -170,11 +310,7 @@ func (a *FidelityAnchor) traceToMono(us int64) int64 { return a.EmulatorNS + (us
 // measureFidelity builds the fidelity block of one repetition run between
 // from and to (meter clock), whose analyses are an and ret (either nil).
 func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an, ret *discriminator.Analysis, from, to, wallToMono int64) *Fidelity {
-	minRTT := min(netw.PathRTT(PathA), netw.PathRTT(PathB))
-	if minRTT <= 0 {
-		minRTT = max(netw.PathRTT(PathA), netw.PathRTT(PathB))
-	}
-	f := &Fidelity{Clock: "CLOCK_MONOTONIC ns (the emulator's, shared by every process on the host)", Rule: DefaultFidelityRule(minRTT)}
+	f := &Fidelity{Clock: "CLOCK_MONOTONIC ns (the emulator's, shared by every process on the host)", Rule: DefaultFidelityRule(netw.PathRTT(PathA), netw.PathRTT(PathB))}
 	tol := time.Duration(f.Rule.LateToleranceNS)
 	rep, err := fm.Fidelity(from, to, tol)
 	if err != nil {
@@ -190,6 +326,7 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 	if f.Anchor != nil && an != nil && an.Migration.Found {
 		lo, hi := an.ScopeFromUS, an.ScopeToUS
 		var samples [][2]int64
+		var sampleRefs []discriminator.RTTAttribution
 		for i, a := range []*discriminator.Analysis{an, ret} {
 			if a == nil {
 				continue
@@ -204,17 +341,29 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 			if s := a.RTT; s.FirstAfterAtUS > 0 && s.FirstAfterUS > 0 {
 				sFrom := s.FirstAfterAtUS - s.FirstAfterUS - 5000
 				samples = append(samples, [2]int64{sFrom, s.FirstAfterAtUS})
+				sampleRefs = append(sampleRefs, s)
 				lo, hi = min(lo, sFrom), max(hi, s.FirstAfterAtUS)
 			}
 		}
 		wFrom, wTo = f.Anchor.traceToMono(lo), f.Anchor.traceToMono(hi)
 		f.WindowBasis = fmt.Sprintf("trace %.3f–%.3f s (discriminator scope %.3f–%.3f s, RTT-attribution samples included), placed by %s",
 			float64(lo)/1e6, float64(hi)/1e6, float64(an.ScopeFromUS)/1e6, float64(an.ScopeToUS)/1e6, f.Anchor.Basis)
-		for _, s := range samples {
+		for i, s := range samples {
 			w, err := fm.Fidelity(f.Anchor.traceToMono(s[0]), f.Anchor.traceToMono(s[1]), tol)
-			if err == nil {
-				f.Samples = append(f.Samples, w)
+			if err != nil {
+				// Unmeasured: the sample's sensitivity is unknown.
+				w = FidelityWindow{FromNS: f.Anchor.traceToMono(s[0]), ToNS: f.Anchor.traceToMono(s[1]), Truncated: true}
 			}
+			f.Samples = append(f.Samples, w)
+			ref := sampleRefs[i]
+			up, down, st := SampleInflation(w)
+			c := CheckSample(ref.FirstAfterUS, up+down+st, ref.Classify)
+			c.AtUS, c.LateUpNS, c.LateDownNS, c.StallsNS = ref.FirstAfterAtUS, up, down, st
+			c.OldPathUS, c.OldPathMeasuredUS, c.NewPathUS, c.DefaultUS = ref.OldPathUS, ref.OldPathMeasuredUS, ref.NewPathUS, ref.DefaultUS
+			if err != nil {
+				c.Decided = false
+			}
+			f.RTTSamples = append(f.RTTSamples, c)
 		}
 	}
 	win, err := fm.Fidelity(wFrom, wTo, tol)
@@ -228,10 +377,55 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 	if len(f.ResetWindows) == 0 {
 		f.ResetWindows = []Span{{FromNS: win.FromNS, ToNS: win.ToNS, Basis: "the whole verdict window"}}
 	}
-	f.Problems = JudgeFidelity(f.Rule, win, f.ResetWindows, f.Samples)
+	f.CrossPaths = crossPaths(fm, f.Rule, win, tol)
+	f.Problems = JudgeFidelity(f.Rule, win, f.ResetWindows, f.CrossPaths, f.Samples, f.RTTSamples)
 	f.Held = len(f.Problems) == 0
 	f.Summary = summariseFidelity(f)
 	return f
+}
+
+// CrossPathSpan is where a packet on direction dir (e.g. "A/up") of the
+// window could be overtaken by one sent after it on the other path in the
+// same direction: from the other direction's first write to its last write
+// plus this path's one-way delay plus this direction's worst lateness,
+// within the window. ok is false when the other path carried nothing.
+func CrossPathSpan(r FidelityRule, win FidelityWindow, dir string) (other string, from, to int64, ok bool) {
+	p, rest, _ := strings.Cut(dir, "/")
+	op := "B"
+	ownOWD := r.OneWayANS
+	if p == "B" {
+		op, ownOWD = "A", r.OneWayBNS
+	}
+	other = op + "/" + rest
+	o, has := win.Dirs[other]
+	if !has || o.Packets == 0 || o.FirstSentNS == 0 {
+		return other, 0, 0, false
+	}
+	from = max(win.FromNS, o.FirstSentNS)
+	to = min(win.ToNS, o.LastSentNS+ownOWD+max(win.Dirs[dir].LateMaxNS, 0))
+	return other, from, to, to >= from
+}
+
+// crossPaths measures every direction's lateness in its CrossPathSpan.
+func crossPaths(fm FidelityMeter, r FidelityRule, win FidelityWindow, tol time.Duration) []CrossPath {
+	var out []CrossPath
+	for _, k := range sortedDirs(win.Dirs) {
+		other, from, to, ok := CrossPathSpan(r, win, k)
+		if !ok {
+			continue
+		}
+		p, _, _ := strings.Cut(k, "/")
+		c := CrossPath{Dir: k, Other: other, FromNS: from, ToNS: to, LimitNS: r.ReorderLimit(p)}
+		if w, err := fm.Fidelity(from, to, tol); err == nil && !w.Truncated {
+			d := w.Dirs[k]
+			c.Packets, c.LateMaxNS, c.LateOver, c.Measured = d.Packets, d.LateMaxNS, d.LateOver, true
+		} else {
+			d := win.Dirs[k]
+			c.Packets, c.LateMaxNS, c.LateOver = d.Packets, d.LateMaxNS, d.LateOver
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // anchorFor finds the emulator instant of the trace's migration: the first
@@ -285,9 +479,10 @@ func ResetWindow(a *discriminator.Analysis, newRTT time.Duration, rtts int) Span
 }
 
 // JudgeFidelity applies the rule to a verdict window, its reset windows
-// (where the stall rule applies) and its RTT-sample windows and returns
-// what did not hold, with numbers (nil: it held).
-func JudgeFidelity(r FidelityRule, win FidelityWindow, resets []Span, samples []FidelityWindow) []string {
+// (where the stall rule applies), its directions' cross-path spans and its
+// RTT samples (windows and sensitivity) and returns what did not hold,
+// with numbers (nil: it held).
+func JudgeFidelity(r FidelityRule, win FidelityWindow, resets []Span, cross []CrossPath, sampleWins []FidelityWindow, samples []RTTSampleCheck) []string {
 	var out []string
 	span := float64(win.ToNS-win.FromNS) / 1e6 // expected 1 ms wake-ups
 	if span >= 10 && float64(win.SentinelSamples) < r.MinSentinelShare*span {
@@ -318,28 +513,32 @@ func JudgeFidelity(r FidelityRule, win FidelityWindow, resets []Span, samples []
 	default:
 		out = append(out, fmt.Sprintf("%d host stalls longer than %.1f ms in the reset window, the worst %.1f ms at %+.3f s into the verdict window", len(over), msf(r.MaxStallNS), msf(worst.LateNS), float64(worst.AtNS-win.FromNS)/1e9))
 	}
-	for _, k := range sortedDirs(win.Dirs) {
-		d := win.Dirs[k]
-		if d.LateOver > r.MaxLatePackets && d.LateFraction > r.MaxLateFraction {
-			out = append(out, fmt.Sprintf("path %s: %d of %d packets (%.2f%%) later than %.1f ms (limit %.0f%% or %d packets), worst %.1f ms", k, d.LateOver, d.Packets, 100*d.LateFraction, msf(r.LateToleranceNS), 100*r.MaxLateFraction, r.MaxLatePackets, msf(d.LateMaxNS)))
+	for _, c := range cross {
+		if c.LateMaxNS > c.LimitNS {
+			how := "measured there"
+			if !c.Measured {
+				how = "the whole window's worst, the span unmeasured"
+			}
+			out = append(out, fmt.Sprintf("path %s: a packet %.2f ms late while path %s carried traffic (%+.3f–%+.3f s into the verdict window, %s): it could have been overtaken and looked lost (limit %.2f ms)",
+				c.Dir, msf(c.LateMaxNS), c.Other, float64(c.FromNS-win.FromNS)/1e9, float64(c.ToNS-win.FromNS)/1e9, how, msf(c.LimitNS)))
 		}
-		if d.WriteDrops > 0 {
+	}
+	for _, k := range sortedDirs(win.Dirs) {
+		if d := win.Dirs[k]; d.WriteDrops > 0 {
 			out = append(out, fmt.Sprintf("path %s: %d packets the emulator could not deliver (write failed)", k, d.WriteDrops))
 		}
 	}
 	if win.Truncated {
 		out = append(out, "the emulator's record of the window was overwritten (repetition longer than its ring)")
 	}
-	for i, s := range samples {
-		for _, k := range sortedDirs(s.Dirs) {
-			if d := s.Dirs[k]; d.LateMaxNS > r.SampleMaxLateNS {
-				out = append(out, fmt.Sprintf("RTT sample %d: a packet on %s %.2f ms late (limit %.2f ms)", i+1, k, msf(d.LateMaxNS), msf(r.SampleMaxLateNS)))
-			}
+	for i, c := range samples {
+		if i < len(sampleWins) && sampleWins[i].Truncated {
+			out = append(out, fmt.Sprintf("RTT sample %d: the lateness around it was not measured", i+1))
+			continue
 		}
-		for _, st := range s.Stalls {
-			if st.LateNS > r.SampleMaxStallNS {
-				out = append(out, fmt.Sprintf("RTT sample %d: host stall of %.2f ms (limit %.2f ms)", i+1, msf(st.LateNS), msf(r.SampleMaxStallNS)))
-			}
+		if !c.Decided {
+			out = append(out, fmt.Sprintf("RTT sample %d: %.3f ms (%s) could be as low as %.3f ms without the %.2f ms the host may have added (packets %.2f ms late up + %.2f ms down, stalls %.2f ms), and at %.3f ms it reads %s",
+				i+1, float64(c.ValueUS)/1000, c.Attribution, float64(c.LowestUS)/1000, msf(c.InflationNS), msf(c.LateUpNS), msf(c.LateDownNS), msf(c.StallsNS), float64(c.ChangesAtUS)/1000, c.ChangesTo))
 		}
 	}
 	return out
