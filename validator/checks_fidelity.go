@@ -244,7 +244,9 @@ func fidelityProblems(v *Validator, im, man, rep gjson.Result) (float64, float64
 		var worstStall int64
 		for _, st := range append(s.Get("stalls").Array(), f.Get("repetition.stalls").Array()...) {
 			at, l := st.Get("at_ns").Int(), st.Get("late_ns").Int()
-			if seenS[at] || (st.Get("at_ns").Exists() && sTo > sFrom && (at < sFrom || at > sTo)) {
+			// A stall that began before the window and ran into it
+			// froze the sample's round trip too.
+			if seenS[at] || (st.Get("at_ns").Exists() && sTo > sFrom && (at+l < sFrom || at > sTo)) {
 				continue
 			}
 			seenS[at] = true

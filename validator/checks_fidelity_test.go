@@ -127,6 +127,12 @@ func TestFidelityCheck(t *testing.T) {
 			"RTT sample 1: 40.600 ms reads new-path, but 31.999 ms reads converging"},
 		{"a stall that could move the RTT sample's attribution", with(sampleWin(0, 0, 9_000_000)),
 			"and the host may have added 9.00 ms (packets 0.00 ms late up + 0.00 ms down, stalls 9.00 ms)"},
+		// 9 ms from anchor + 75 ms: in the reset window but within its
+		// 10 ms limit, and running 4 ms into the sample's window.
+		{"a stall that began before the sample window and ran into it", with(sampleWin(0, 0), func(b []byte) []byte {
+			stalls := gjson.GetBytes(b, "fidelity.repetition.stalls").Value().([]any)
+			return setJSON(t, b, append(stalls, map[string]any{"at_ns": anchor + 75_000_000, "late_ns": 9_000_000}), "fidelity", "repetition", "stalls")
+		}), "stalls 9.00 ms"},
 		{"unmeasured sample window", with(put([]any{map[string]any{"from_ns": anchor, "to_ns": anchor + 1, "truncated": true}}, "fidelity", "rtt_sample_windows")),
 			"RTT sample 1: the lateness around it was not measured"},
 		{"rule named otherwise", set("fidelity.rule.name", "lenient/1"), `rule "lenient/1" is not`},

@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -224,6 +225,22 @@ type RTTSampleCheck struct {
 	Decided     bool   `json:"decided"`
 }
 
+// stallsOverlapping is the stalls (deduplicated by start) whose span
+// [start, start + lateness] overlaps [from, to], in order.
+func stallsOverlapping(all []Stall, from, to int64) []Stall {
+	seen := map[int64]bool{}
+	var out []Stall
+	for _, s := range all {
+		if seen[s.AtNS] || s.AtNS > to || s.AtNS+s.LateNS < from {
+			continue
+		}
+		seen[s.AtNS] = true
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].AtNS < out[j].AtNS })
+	return out
+}
+
 // SampleInflation is the most lateness and stalls can have added to an
 // RTT sample measured across window w: the worst lateness on an up
 // direction plus that on a down direction plus every stall.
@@ -356,6 +373,10 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 			}
 			f.Samples = append(f.Samples, w)
 			ref := sampleRefs[i]
+			// A stall that began before the window and ran into it froze
+			// the sample's round trip too: take those from the
+			// repetition's list.
+			w.Stalls = stallsOverlapping(append(slices.Clone(w.Stalls), rep.Stalls...), w.FromNS, w.ToNS)
 			up, down, st := SampleInflation(w)
 			c := CheckSample(ref.FirstAfterUS, up+down+st, ref.Classify)
 			c.AtUS, c.LateUpNS, c.LateDownNS, c.StallsNS = ref.FirstAfterAtUS, up, down, st

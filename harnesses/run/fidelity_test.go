@@ -283,3 +283,12 @@ func TestResetWindow(t *testing.T) {
 		}
 	}
 }
+
+func TestStallsOverlapping(t *testing.T) {
+	all := []Stall{{AtNS: 100, LateNS: 5}, {AtNS: 90, LateNS: 20}, {AtNS: 50, LateNS: 10}, {AtNS: 200, LateNS: 1}, {AtNS: 100, LateNS: 5}}
+	got := stallsOverlapping(all, 100, 150)
+	// 90+20 reaches into the window; 50+10 ends before it; 200 starts after.
+	if len(got) != 2 || got[0].AtNS != 90 || got[1].AtNS != 100 {
+		t.Fatalf("got %+v, want the stalls at 90 and 100", got)
+	}
+}
