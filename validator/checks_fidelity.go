@@ -25,6 +25,8 @@ const (
 	fidSampleLeadUS     = 5_000     // a sample window starts one sample RTT and 5 ms before it
 	fidDefaultMinRTTUS  = 20_000    // when neither manifest nor survey gives a path RTT
 	fidResetWindowRTTs  = 2         // the stall rule holds to this many new-path RTTs after the first decrease
+	fidPacketThreshold  = 3         // RFC 9002 kPacketThreshold
+	fidStallPeriodNS    = 1_000_000 // the sentinel's period: a stall's ends are known to within it
 	// A sample whose value and references this validator cannot read (a
 	// second sample in a manifest without rtt_samples) is held to the
 	// first rule's fixed limits instead of its sensitivity.
@@ -99,13 +101,26 @@ func fidelityProblems(v *Validator, im, man, rep gjson.Result) (float64, float64
 	minRTT := minRTTUS(man, rep)
 	maxStall := minRTT * 1000 / 2
 	owdA, owdB := oneWayNS(man, rep)
-	reorder := func(p string) int64 {
+	// The cross-path limit of a packet on path p written in a span of
+	// spanNS (0: density unknown) in which the other path wrote
+	// otherPackets in the same direction: on the faster path the one-way
+	// difference (it cannot be overtaken below it); on the slower path,
+	// 9/8 of the shortest RTT less the difference (the time threshold)
+	// when the faster path wrote fewer than 3 packets there (never 3
+	// overtakers) or 3 per difference (3 overtakers without lateness),
+	// else the tolerance. Both capped at the stall limit.
+	slow := max(fidLateToleranceNS, min(maxStall, minRTT*1000*9/8-absDiff(owdA, owdB)))
+	reorder := func(p string, otherPackets, spanNS int64) int64 {
 		own, other := owdA, owdB
 		if p == "B" {
 			own, other = owdB, owdA
 		}
 		if other-own > fidLateToleranceNS {
 			return max(fidLateToleranceNS, min(maxStall, other-own))
+		}
+		d := own - other
+		if otherPackets < fidPacketThreshold || (d > 0 && spanNS > 0 && otherPackets*d >= fidPacketThreshold*spanNS) {
+			return slow
 		}
 		return fidLateToleranceNS
 	}
@@ -120,8 +135,8 @@ func fidelityProblems(v *Validator, im, man, rep gjson.Result) (float64, float64
 	}{
 		{"max_stall_ns", rule.Get("max_stall_ns").Float(), float64(maxStall)},
 		{"reset_window_rtts", rule.Get("reset_window_rtts").Float(), fidResetWindowRTTs},
-		{"fast_path_reorder_ns", rule.Get("fast_path_reorder_ns").Float(), float64(max(reorder("A"), reorder("B")))},
-		{"slow_path_reorder_ns", rule.Get("slow_path_reorder_ns").Float(), fidLateToleranceNS},
+		{"fast_path_reorder_ns", rule.Get("fast_path_reorder_ns").Float(), float64(max(fidLateToleranceNS, min(maxStall, absDiff(owdA, owdB))))},
+		{"slow_path_reorder_ns", rule.Get("slow_path_reorder_ns").Float(), float64(slow)},
 		// The first rule's limits, where a manifest still carries them.
 		{"sample_max_late_ns", rule.Get("sample_max_late_ns").Float(), fidSampleMaxLateNS},
 		{"sample_max_stall_ns", rule.Get("sample_max_stall_ns").Float(), fidSampleMaxStallNS},
@@ -129,6 +144,9 @@ func fidelityProblems(v *Validator, im, man, rep gjson.Result) (float64, float64
 		if r.got > r.want {
 			out = append(out, fmt.Sprintf("rule %s is %g, looser than %g", r.name, r.got, r.want))
 		}
+	}
+	if pt := rule.Get("packet_threshold"); pt.Exists() && pt.Int() != fidPacketThreshold {
+		out = append(out, fmt.Sprintf("rule packet_threshold is %d, RFC 9002's is %d", pt.Int(), fidPacketThreshold))
 	}
 	win := f.Get("window")
 	from, to := win.Get("from_ns").Int(), win.Get("to_ns").Int()
@@ -230,18 +248,10 @@ func fidelityProblems(v *Validator, im, man, rep gjson.Result) (float64, float64
 		}
 		sFrom, sTo := s.Get("from_ns").Int(), s.Get("to_ns").Int()
 		var up, down, stalls int64
-		s.Get("dirs").ForEach(func(k, dir gjson.Result) bool {
-			l := max(dir.Get("late_max_ns").Int(), 0)
-			if strings.HasSuffix(k.String(), "/up") {
-				up = max(up, l)
-			} else {
-				down = max(down, l)
-			}
-			return true
-		})
 		// Stalls around the sample, from the repetition's list too.
 		seenS := map[int64]bool{}
 		var worstStall int64
+		var spans [][2]int64
 		for _, st := range append(s.Get("stalls").Array(), f.Get("repetition.stalls").Array()...) {
 			at, l := st.Get("at_ns").Int(), st.Get("late_ns").Int()
 			// A stall that began before the window and ran into it
@@ -252,7 +262,26 @@ func fidelityProblems(v *Validator, im, man, rep gjson.Result) (float64, float64
 			seenS[at] = true
 			stalls += max(l, 0)
 			worstStall = max(worstStall, l)
+			spans = append(spans, [2]int64{at - fidStallPeriodNS, at + l + 2*fidStallPeriodNS})
 		}
+		// A packet late because a stall froze the emulator (due and
+		// written within it) is that stall, which adds its length once
+		// to any chain of events running through it.
+		s.Get("dirs").ForEach(func(k, dir gjson.Result) bool {
+			l := max(dir.Get("late_max_ns").Int(), 0)
+			w := dir.Get("late_max_at_ns").Int()
+			for _, sp := range spans {
+				if w > 0 && sp[0] <= w-l && w <= sp[1] {
+					return true
+				}
+			}
+			if strings.HasSuffix(k.String(), "/up") {
+				up = max(up, l)
+			} else {
+				down = max(down, l)
+			}
+			return true
+		})
 		val, old, newPath, def, ok := sampleRefs(v, im, rep, recorded, i)
 		if i == 0 && sampleTo > 0 && (sFrom > sampleFrom || sTo < sampleTo) {
 			out = append(out, fmt.Sprintf("RTT sample 1: its window does not cover the survey's sample (trace %.3f ms)", float64(rep.Get("rtt.first_after_at_us").Int())/1000))
@@ -296,18 +325,18 @@ func sampleHolds(val, old, newPath, def, infl int64) (at string, x int64, a stri
 }
 
 // crossPathProblem judges one direction while the other path carried
-// traffic in the same direction: from the other direction's first write to
-// its last plus this path's one-way delay plus this direction's worst
-// lateness, a packet later than the limit could have been overtaken by one
-// sent after it on the other path and looked lost. The whole window's
-// worst lateness answers when it is within the limit; else the runner's
+// traffic in the same direction: a packet written at w, ℓ late, can be
+// overtaken only by a packet of the other path written by w, so from the
+// other direction's first write to its last + ℓ (+ the one-way delays'
+// difference when this path is the slower). The whole window's worst
+// lateness answers when it is within the limit; else the runner's
 // measurement of exactly that span (cross_paths); else the window's first
 // late packet, when it comes after the span.
-func crossPathProblem(f, win gjson.Result, dir string, dv gjson.Result, owdA, owdB int64, reorder func(string) int64) string {
+func crossPathProblem(f, win gjson.Result, dir string, dv gjson.Result, owdA, owdB int64, reorder func(string, int64, int64) int64) string {
 	p, rest, _ := strings.Cut(dir, "/")
-	op, own := "B", owdA
+	op, own, oth := "B", owdA, owdB
 	if p == "B" {
-		op, own = "A", owdB
+		op, own, oth = "A", owdB, owdA
 	}
 	other := op + "/" + rest
 	o := win.Get("dirs." + gjsonEscape(other))
@@ -316,29 +345,38 @@ func crossPathProblem(f, win gjson.Result, dir string, dv gjson.Result, owdA, ow
 	}
 	lateMax := dv.Get("late_max_ns").Int()
 	from := max(win.Get("from_ns").Int(), o.Get("first_sent_ns").Int())
-	to := min(win.Get("to_ns").Int(), o.Get("last_sent_ns").Int()+own+max(lateMax, 0))
-	limit := reorder(p)
-	if to < from || lateMax <= limit {
+	to := min(win.Get("to_ns").Int(), o.Get("last_sent_ns").Int()+max(lateMax, 0)+max(own-oth, 0))
+	if to < from {
 		return ""
 	}
+	// Without a measurement of the span: the window's count of the
+	// other path's packets (at least the span's) and no density.
+	otherPackets, spanNS := o.Get("packets").Int(), int64(0)
 	how := "the whole window's worst"
 	for _, c := range f.Get("cross_paths").Array() {
 		if c.Get("dir").String() == dir && c.Get("measured").Bool() && c.Get("from_ns").Int() <= from && c.Get("to_ns").Int() >= to {
 			lateMax, how = c.Get("late_max_ns").Int(), "measured over that span"
+			otherPackets, spanNS = c.Get("other_packets").Int(), c.Get("to_ns").Int()-c.Get("from_ns").Int()
 			break
 		}
 	}
-	if lateMax > limit && limit >= fidLateToleranceNS {
-		if e := dv.Get("earliest_late_ns").Int(); dv.Get("late_over_tolerance").Int() == 0 || e > to {
-			return "" // no packet over the tolerance before the span ended
-		}
-	}
+	limit := reorder(p, otherPackets, spanNS)
 	if lateMax <= limit {
 		return ""
 	}
+	if e := dv.Get("earliest_late_ns").Int(); dv.Get("late_over_tolerance").Int() == 0 || e > to {
+		return "" // no packet over the tolerance (≤ every limit) before the span ended
+	}
 	w0 := win.Get("from_ns").Int()
-	return fmt.Sprintf("path %s: a packet %.2f ms late (%s) while path %s carried traffic (%+.3f–%+.3f s into the verdict window): it could have been overtaken and looked lost (limit %.2f ms)",
-		dir, float64(lateMax)/1e6, how, other, float64(from-w0)/1e9, float64(to-w0)/1e9, float64(limit)/1e6)
+	return fmt.Sprintf("path %s: a packet %.2f ms late (%s) while path %s carried traffic (%+.3f–%+.3f s into the verdict window, %d packets there): it could have been overtaken and looked lost (limit %.2f ms)",
+		dir, float64(lateMax)/1e6, how, other, float64(from-w0)/1e9, float64(to-w0)/1e9, otherPackets, float64(limit)/1e6)
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
 
 // sampleRefs is RTT sample i's value and the references its attribution

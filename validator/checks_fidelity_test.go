@@ -118,6 +118,24 @@ func TestFidelityCheck(t *testing.T) {
 		{"slow path 3 ms late while the fast one carries traffic", with(paths, crossUp(500_000, 3_000_000, anchor+20_000_000)),
 			"path B/up: a packet 3.00 ms late (the whole window's worst) while path A/up carried traffic"},
 		{"slow path 3 ms late only after the fast one stopped", with(paths, crossUp(500_000, 3_000_000, anchor+900_000_000)), ""},
+		// Path A wrote 60 packets in the 130 ms span: more than 3 per
+		// 10 ms, so path B's packets were overtaken by 3 already; only the
+		// time threshold is left (22.5 − 10 ms, capped at 10 ms).
+		{"slow path 3 ms late, the fast path dense there", with(paths, crossUp(500_000, 3_000_000, anchor+20_000_000),
+			put([]any{map[string]any{"dir": "B/up", "other": "A/up", "from_ns": anchor - 40_000_000, "to_ns": anchor + 90_000_000, "late_max_ns": 3_000_000, "other_packets": 60, "measured": true}}, "fidelity", "cross_paths")), ""},
+		{"slow path 3 ms late, the fast path neither sparse nor dense there", with(paths, crossUp(500_000, 3_000_000, anchor+20_000_000),
+			put([]any{map[string]any{"dir": "B/up", "other": "A/up", "from_ns": anchor - 40_000_000, "to_ns": anchor + 90_000_000, "late_max_ns": 3_000_000, "other_packets": 20, "measured": true}}, "fidelity", "cross_paths")),
+			"path B/up: a packet 3.00 ms late (measured over that span) while path A/up carried traffic (+0.010–+0.123 s into the verdict window, 20 packets there)"},
+		// The sample's up packet, 2.5 ms late, was due and written inside
+		// the 2.6 ms stall: the stall, counted once (2.6 + 4 ms down =
+		// 6.6 ms: 40.6 → 34 ms, still within 20 % of 40 ms; counted twice
+		// it would reach 31.5 ms).
+		{"a late packet inside a stall counts once", with(sampleWin(2_500_000, 4_000_000, 2_600_000), func(b []byte) []byte {
+			return setJSON(t, b, int64(anchor+92_500_000), "fidelity", "rtt_sample_windows", 0, "dirs", "A/up", "late_max_at_ns")
+		}), ""},
+		{"a late packet outside the stall counts too", with(sampleWin(2_500_000, 4_000_000, 2_600_000), func(b []byte) []byte {
+			return setJSON(t, b, int64(anchor+120_000_000), "fidelity", "rtt_sample_windows", 0, "dirs", "A/up", "late_max_at_ns")
+		}), "the host may have added 9.10 ms (packets 2.50 ms late up + 4.00 ms down, stalls 2.60 ms)"},
 		{"slow path late, its span measured within the tolerance", with(paths, crossUp(500_000, 3_000_000, anchor+20_000_000),
 			put([]any{map[string]any{"dir": "B/up", "other": "A/up", "from_ns": anchor - 40_000_000, "to_ns": anchor + 90_000_000, "late_max_ns": 400_000, "measured": true}}, "fidelity", "cross_paths")), ""},
 		// RTT sample: 40.6 ms reads new path (within 20 % of 40 ms) down

@@ -117,26 +117,34 @@ type FidelityRule struct {
 	// (half their RTTs), from which the cross-path limits follow.
 	OneWayANS int64 `json:"one_way_a_ns"`
 	OneWayBNS int64 `json:"one_way_b_ns"`
-	// FastPathReorderNS / SlowPathReorderNS: while the other path carries
-	// traffic in the same direction (CrossPath spans), no packet may be
-	// later than this. A packet on the faster path sent before one on the
-	// slower path still arrives first unless it is late by more than the
-	// one-way delays' difference (10 ms between 20 and 40 ms paths): below
-	// that it cannot be overtaken, so it cannot look lost; capped at
-	// MaxStallNS for the ACK clock. A packet on the slower path is already
-	// overtaken by the faster path's later packets (by the difference);
-	// lateness lengthens that overtaking, so it is held to the tolerance:
-	// 1 ms is at most 2 packet times at 20 Mbit/s (1,242 B every 0.5 ms),
-	// less than RFC 9002's packet threshold of 3, and 1/22 of its time
-	// threshold (9/8 of a 20 ms RTT).
+	// FastPathReorderNS / SlowPathReorderNS / PacketThreshold: while
+	// the other path carries traffic in the same direction (CrossPath
+	// spans), a late packet could be overtaken by one sent after it on
+	// the other path, which is how lateness could make a packet look
+	// lost. With d the one-way delays' difference (10 ms for 20 and
+	// 40 ms paths) and RFC 9002's thresholds (a packet is lost once 3
+	// later ones, or any later one 9/8 RTT after it, are acknowledged):
+	//   - faster path: a packet sent before one on the slower path still
+	//     arrives first unless it is more than d late, so up to d (capped
+	//     at MaxStallNS for the ACK clock) it cannot be overtaken at all;
+	//   - slower path: the faster path's later packets overtake it by d
+	//     already; lateness ℓ lengthens that to d + ℓ. The time threshold
+	//     is not reached while d + ℓ < 9/8 of the shortest RTT (22.5 ms:
+	//     ℓ < 12.5 ms, capped at MaxStallNS). The packet threshold is not
+	//     changed by ℓ when the faster path carried at most 2 packets in
+	//     the span (never 3 overtakers), or at least 3 per d on average
+	//     (3 overtakers already without ℓ); between the two the limit is
+	//     the 1 ms tolerance (at most 2 packet times at 20 Mbit/s).
 	FastPathReorderNS int64 `json:"fast_path_reorder_ns"`
 	SlowPathReorderNS int64 `json:"slow_path_reorder_ns"`
+	PacketThreshold   int   `json:"packet_threshold"`
 	// SampleRule: lateness and stalls only inflate an RTT sample; with L
-	// the worst lateness of a packet on an up direction plus that on a
-	// down direction plus every host stall around the sample (from one
-	// sample RTT + 5 ms before it to it), the sample's attribution must be
-	// the same for every value from the measured one down to the measured
-	// one minus L. Otherwise the host could have decided the attribution.
+	// every host stall around the sample (from one sample RTT + 5 ms
+	// before it to it) plus the worst lateness of a packet on an up
+	// direction and on a down direction that no stall explains
+	// (SampleInflation), the sample's attribution must be the same for
+	// every value from the measured one down to the measured one minus L.
+	// Otherwise the host could have decided the attribution.
 	SampleRule string `json:"sample_rule"`
 	// MinSentinelShare: the sentinel must have run through the window
 	// (at least this share of its 1 ms wake-ups); otherwise the absence of
@@ -159,6 +167,7 @@ func DefaultFidelityRule(rttA, rttB time.Duration) FidelityRule {
 	if diff < 0 {
 		diff = -diff
 	}
+	timeThreshold := int64(minRTT) * 9 / 8
 	return FidelityRule{
 		Name:              FidelityRuleName,
 		LateToleranceNS:   tol,
@@ -167,39 +176,46 @@ func DefaultFidelityRule(rttA, rttB time.Duration) FidelityRule {
 		OneWayANS:         int64(rttA / 2),
 		OneWayBNS:         int64(rttB / 2),
 		FastPathReorderNS: max(tol, min(stall, diff)),
-		SlowPathReorderNS: tol,
-		SampleRule:        "the attribution of the measured sample equals that of the sample minus (worst up lateness + worst down lateness + host stalls) around it",
+		SlowPathReorderNS: max(tol, min(stall, timeThreshold-diff)),
+		PacketThreshold:   3,
+		SampleRule:        "the attribution of the measured sample equals that of every value down to the sample minus (host stalls + worst up and down lateness no stall explains) around it",
 		MinSentinelShare:  0.5,
 	}
 }
 
-// ReorderLimit is the cross-path limit for a packet on path p ("A"/"B").
-func (r FidelityRule) ReorderLimit(p string) int64 {
+// ReorderLimit is the cross-path limit for a packet on path p ("A"/"B")
+// written in a span of spanNS in which the other path wrote otherPackets
+// in the same direction (spanNS 0: the density there is unknown).
+func (r FidelityRule) ReorderLimit(p string, otherPackets int, spanNS int64) int64 {
 	own, other := r.OneWayANS, r.OneWayBNS
 	if p == "B" {
 		own, other = other, own
 	}
-	if other-own > r.LateToleranceNS {
+	if d := other - own; d > r.LateToleranceNS {
 		return r.FastPathReorderNS
 	}
-	return r.SlowPathReorderNS
+	d := own - other
+	if otherPackets < r.PacketThreshold || (d > 0 && spanNS > 0 && int64(otherPackets)*d >= int64(r.PacketThreshold)*spanNS) {
+		return r.SlowPathReorderNS
+	}
+	return r.LateToleranceNS
 }
 
 // CrossPath is one direction's lateness while the other path carried
-// traffic in the same direction: the span in which a packet written on
-// this path could have been overtaken by one sent after it on the other,
-// [other's first write, other's last write + this path's one-way delay +
-// this direction's worst lateness], within the verdict window.
+// traffic in the same direction: the span (CrossPathSpan) in which a
+// packet written on this path could have been overtaken by one sent after
+// it on the other.
 type CrossPath struct {
-	Dir       string `json:"dir"`
-	Other     string `json:"other"`
-	FromNS    int64  `json:"from_ns"`
-	ToNS      int64  `json:"to_ns"`
-	Packets   int    `json:"packets"`
-	LateMaxNS int64  `json:"late_max_ns"`
-	LateOver  int    `json:"late_over_tolerance"`
-	LimitNS   int64  `json:"limit_ns"`
-	Measured  bool   `json:"measured"` // false: the whole window's worst stands in
+	Dir          string `json:"dir"`
+	Other        string `json:"other"`
+	FromNS       int64  `json:"from_ns"`
+	ToNS         int64  `json:"to_ns"`
+	Packets      int    `json:"packets"`
+	OtherPackets int    `json:"other_packets"`
+	LateMaxNS    int64  `json:"late_max_ns"`
+	LateOver     int    `json:"late_over_tolerance"`
+	LimitNS      int64  `json:"limit_ns"`
+	Measured     bool   `json:"measured"` // false: the whole window's figures stand in
 }
 
 // RTTSampleCheck is the sensitivity of one RTT-attribution sample to the
@@ -242,21 +258,46 @@ func stallsOverlapping(all []Stall, from, to int64) []Stall {
 }
 
 // SampleInflation is the most lateness and stalls can have added to an
-// RTT sample measured across window w: the worst lateness on an up
-// direction plus that on a down direction plus every stall.
+// RTT sample measured across window w: every stall, plus the worst
+// lateness on an up direction and on a down direction unless a stall
+// explains it. A host stall adds its length once to any chain of events
+// that runs through it, so a packet late because the emulator was frozen
+// by that stall (due and written within it, give or take the sentinel's
+// 1 ms period) is the stall, counted once.
 func SampleInflation(w FidelityWindow) (up, down, stalls int64) {
+	for _, s := range w.Stalls {
+		stalls += max(s.LateNS, 0)
+	}
 	for k, d := range w.Dirs {
 		l := max(d.LateMaxNS, 0)
+		if l == 0 || stallExplains(w.Stalls, d.LateMaxAtNS-l, d.LateMaxAtNS) {
+			continue
+		}
 		if strings.HasSuffix(k, "/up") {
 			up = max(up, l)
 		} else {
 			down = max(down, l)
 		}
 	}
-	for _, s := range w.Stalls {
-		stalls += max(s.LateNS, 0)
-	}
 	return up, down, stalls
+}
+
+// stallPeriodNS is the sentinel's wake-up period: a stall's start and end
+// are known to within it.
+const stallPeriodNS = int64(time.Millisecond)
+
+// stallExplains says whether one stall spans a packet's lateness, from
+// when it was due to when it was written.
+func stallExplains(stalls []Stall, due, written int64) bool {
+	if written <= 0 {
+		return false
+	}
+	for _, s := range stalls {
+		if s.AtNS-stallPeriodNS <= due && written <= s.AtNS+s.LateNS+2*stallPeriodNS {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckSample asks classify whether a sample of v µs has the same
@@ -407,15 +448,19 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 
 // CrossPathSpan is where a packet on direction dir (e.g. "A/up") of the
 // window could be overtaken by one sent after it on the other path in the
-// same direction: from the other direction's first write to its last write
-// plus this path's one-way delay plus this direction's worst lateness,
-// within the window. ok is false when the other path carried nothing.
+// same direction. A packet written at w, ℓ late, was sent at w − ℓ − its
+// one-way delay; a packet of the other path sent after it is written
+// after w − ℓ + (other's delay − own delay) and must be written by w, and
+// within the other direction's first and last writes: w from the other's
+// first write to its last + ℓ + (own delay − other's delay, if positive),
+// with ℓ this direction's worst lateness, within the window. ok is false
+// when the other path carried nothing there.
 func CrossPathSpan(r FidelityRule, win FidelityWindow, dir string) (other string, from, to int64, ok bool) {
 	p, rest, _ := strings.Cut(dir, "/")
 	op := "B"
-	ownOWD := r.OneWayANS
+	own, oth := r.OneWayANS, r.OneWayBNS
 	if p == "B" {
-		op, ownOWD = "A", r.OneWayBNS
+		op, own, oth = "A", r.OneWayBNS, r.OneWayANS
 	}
 	other = op + "/" + rest
 	o, has := win.Dirs[other]
@@ -423,7 +468,7 @@ func CrossPathSpan(r FidelityRule, win FidelityWindow, dir string) (other string
 		return other, 0, 0, false
 	}
 	from = max(win.FromNS, o.FirstSentNS)
-	to = min(win.ToNS, o.LastSentNS+ownOWD+max(win.Dirs[dir].LateMaxNS, 0))
+	to = min(win.ToNS, o.LastSentNS+max(win.Dirs[dir].LateMaxNS, 0)+max(own-oth, 0))
 	return other, from, to, to >= from
 }
 
@@ -436,13 +481,17 @@ func crossPaths(fm FidelityMeter, r FidelityRule, win FidelityWindow, tol time.D
 			continue
 		}
 		p, _, _ := strings.Cut(k, "/")
-		c := CrossPath{Dir: k, Other: other, FromNS: from, ToNS: to, LimitNS: r.ReorderLimit(p)}
+		c := CrossPath{Dir: k, Other: other, FromNS: from, ToNS: to}
 		if w, err := fm.Fidelity(from, to, tol); err == nil && !w.Truncated {
 			d := w.Dirs[k]
-			c.Packets, c.LateMaxNS, c.LateOver, c.Measured = d.Packets, d.LateMaxNS, d.LateOver, true
+			c.Packets, c.OtherPackets, c.LateMaxNS, c.LateOver, c.Measured = d.Packets, w.Dirs[other].Packets, d.LateMaxNS, d.LateOver, true
+			c.LimitNS = r.ReorderLimit(p, c.OtherPackets, to-from)
 		} else {
+			// Unmeasured: the window's figures, and no credit for a
+			// dense faster path (its density in the span is unknown).
 			d := win.Dirs[k]
-			c.Packets, c.LateMaxNS, c.LateOver = d.Packets, d.LateMaxNS, d.LateOver
+			c.Packets, c.OtherPackets, c.LateMaxNS, c.LateOver = d.Packets, win.Dirs[other].Packets, d.LateMaxNS, d.LateOver
+			c.LimitNS = r.ReorderLimit(p, c.OtherPackets, 0)
 		}
 		out = append(out, c)
 	}
@@ -540,8 +589,8 @@ func JudgeFidelity(r FidelityRule, win FidelityWindow, resets []Span, cross []Cr
 			if !c.Measured {
 				how = "the whole window's worst, the span unmeasured"
 			}
-			out = append(out, fmt.Sprintf("path %s: a packet %.2f ms late while path %s carried traffic (%+.3f–%+.3f s into the verdict window, %s): it could have been overtaken and looked lost (limit %.2f ms)",
-				c.Dir, msf(c.LateMaxNS), c.Other, float64(c.FromNS-win.FromNS)/1e9, float64(c.ToNS-win.FromNS)/1e9, how, msf(c.LimitNS)))
+			out = append(out, fmt.Sprintf("path %s: a packet %.2f ms late while path %s carried traffic (%+.3f–%+.3f s into the verdict window, %d packets there, %s): it could have been overtaken and looked lost (limit %.2f ms)",
+				c.Dir, msf(c.LateMaxNS), c.Other, float64(c.FromNS-win.FromNS)/1e9, float64(c.ToNS-win.FromNS)/1e9, c.OtherPackets, how, msf(c.LimitNS)))
 		}
 	}
 	for _, k := range sortedDirs(win.Dirs) {

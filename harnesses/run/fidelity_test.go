@@ -57,14 +57,17 @@ func TestJudgeFidelity(t *testing.T) {
 			x.win.Dirs["B/down"] = d
 		}, ""},
 		{"fast path late below the one-way difference", func(x *in) {
-			x.cross = []CrossPath{{Dir: "A/up", Other: "B/up", FromNS: from, ToNS: from + 1e8, LateMaxNS: 9e6, LimitNS: r.ReorderLimit("A"), Measured: true}}
+			x.cross = []CrossPath{{Dir: "A/up", Other: "B/up", FromNS: from, ToNS: from + 1e8, LateMaxNS: 9e6, LimitNS: r.ReorderLimit("A", 50, 1e8), Measured: true}}
 		}, ""},
 		{"fast path late beyond the one-way difference", func(x *in) {
-			x.cross = []CrossPath{{Dir: "A/up", Other: "B/up", FromNS: from, ToNS: from + 1e8, LateMaxNS: 12e6, LimitNS: r.ReorderLimit("A"), Measured: true}}
+			x.cross = []CrossPath{{Dir: "A/up", Other: "B/up", FromNS: from, ToNS: from + 1e8, LateMaxNS: 12e6, LimitNS: r.ReorderLimit("A", 50, 1e8), Measured: true}}
 		}, "path A/up: a packet 12.00 ms late while path B/up carried traffic"},
-		{"slow path late while the fast one carries traffic", func(x *in) {
-			x.cross = []CrossPath{{Dir: "B/down", Other: "A/down", FromNS: from, ToNS: from + 3e7, LateMaxNS: 1.5e6, LimitNS: r.ReorderLimit("B"), Measured: true}}
+		{"slow path late while the fast one carries sparse traffic", func(x *in) {
+			x.cross = []CrossPath{{Dir: "B/down", Other: "A/down", FromNS: from, ToNS: from + 3e7, LateMaxNS: 1.5e6, LimitNS: r.ReorderLimit("B", 5, 3e7), Measured: true}}
 		}, "path B/down: a packet 1.50 ms late while path A/down carried traffic"},
+		{"slow path late while the fast one carries dense traffic", func(x *in) {
+			x.cross = []CrossPath{{Dir: "B/down", Other: "A/down", FromNS: from, ToNS: from + 3e7, LateMaxNS: 8e6, LimitNS: r.ReorderLimit("B", 60, 3e7), Measured: true}}
+		}, ""},
 		{"write failure", func(x *in) {
 			d := x.win.Dirs["B/up"]
 			d.WriteDrops = 1
@@ -156,21 +159,67 @@ func TestCrossPathSpan(t *testing.T) {
 		dir      string
 		ok       bool
 		from, to int64
-		limit    int64
 	}{
-		// A/up may be overtaken from B/up's first write to the end.
-		{"A/up", true, from + 50e6, to, 10e6},
-		// B/up from the window's start to A/up's last write + 20 ms + 3 ms.
-		{"B/up", true, from + 1e6, from + 60e6 + 20e6 + 3e6, 1e6},
+		// A/up may be overtaken from B/up's first write to its last + 2 ms.
+		{"A/up", true, from + 50e6, to},
+		// B/up from the window's start to A/up's last write + 3 ms + 10 ms.
+		{"B/up", true, from + 1e6, from + 60e6 + 3e6 + 10e6},
 		// Nothing went down path B.
-		{"A/down", false, 0, 0, 10e6},
+		{"A/down", false, 0, 0},
 	}
 	for _, tc := range tests {
 		_, f, tt, ok := CrossPathSpan(r, win, tc.dir)
-		p, _, _ := strings.Cut(tc.dir, "/")
-		if ok != tc.ok || (ok && (f != tc.from || tt != tc.to)) || r.ReorderLimit(p) != tc.limit {
-			t.Errorf("%s: %v %d–%d limit %d, want %v %d–%d limit %d", tc.dir, ok, f-from, tt-from, r.ReorderLimit(p), tc.ok, tc.from-from, tc.to-from, tc.limit)
+		if ok != tc.ok || (ok && (f != tc.from || tt != tc.to)) {
+			t.Errorf("%s: %v %d–%d, want %v %d–%d", tc.dir, ok, f-from, tt-from, tc.ok, tc.from-from, tc.to-from)
 		}
+	}
+}
+
+func TestReorderLimit(t *testing.T) {
+	r := DefaultFidelityRule(20*time.Millisecond, 40*time.Millisecond)
+	tests := []struct {
+		name  string
+		path  string
+		other int
+		span  int64
+		want  int64
+	}{
+		{"faster path: the one-way difference", "A", 1000, 1e8, 10e6},
+		{"slower path, faster one sparse (2 packets: never 3 overtakers)", "B", 2, 1e8, 10e6},
+		{"slower path, faster one dense (30 in 100 ms = 3 per 10 ms)", "B", 30, 1e8, 10e6},
+		{"slower path, faster one in between", "B", 29, 1e8, 1e6},
+		{"slower path, density unknown", "B", 500, 0, 1e6},
+	}
+	for _, tc := range tests {
+		if got := r.ReorderLimit(tc.path, tc.other, tc.span); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	// Step-down paths (20 and 60 ms): the time threshold leaves
+	// 9/8 × 20 ms − 20 ms = 2.5 ms on the slower path.
+	sd := DefaultFidelityRule(20*time.Millisecond, 60*time.Millisecond)
+	if got := sd.ReorderLimit("B", 1000, 1e8); got != 2.5e6 {
+		t.Errorf("step-down slower path: %d, want 2.5 ms", got)
+	}
+	if got := sd.ReorderLimit("A", 1000, 1e8); got != 10e6 {
+		t.Errorf("step-down faster path: %d, want 10 ms", got)
+	}
+}
+
+func TestSampleInflation(t *testing.T) {
+	w := FidelityWindow{
+		Stalls: []Stall{{AtNS: 100e6, LateNS: 3e6}},
+		Dirs: map[string]DirFidelity{
+			// Due at 100.5 ms, written at 103 ms: inside the stall.
+			"A/up": {LateMaxNS: 2.5e6, LateMaxAtNS: 103e6},
+			// Due at 110 ms, written at 111.3 ms: after it.
+			"A/down": {LateMaxNS: 1.3e6, LateMaxAtNS: 111.3e6},
+			"B/up":   {LateMaxNS: -5000},
+		},
+	}
+	up, down, st := SampleInflation(w)
+	if up != 0 || down != 1.3e6 || st != 3e6 {
+		t.Fatalf("up %d down %d stalls %d, want 0 (the stall), 1.3 ms, 3 ms", up, down, st)
 	}
 }
 
