@@ -381,6 +381,13 @@ func (events eventAcks) ackedPacketBehind(atUS, lo int64) (pn, sentUS int64, ok 
 	return largest, sentUS, found
 }
 
+// Classify names what a first post-migration smoothed RTT of v µs would be
+// attributed to against r's references, as the attribution itself does:
+// "new-path", "old-path", "default", "converging" or "none". The runner
+// asks it whether the lateness measured around a sample could have changed
+// the sample's attribution.
+func (r RTTAttribution) Classify(v int64) string { return closestName(v, r) }
+
 // closestName names the reference a value matches: the nearest (in ratio)
 // of those within matchTolerance ("none" when references of two different
 // names are both within it); else "converging" when it lies between

@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,68 +61,258 @@ type Stall struct {
 	LateNS int64 `json:"late_ns"`
 }
 
-// FidelityRule is what a repetition's verdict window must satisfy. The
-// values are recorded in every manifest; the validator holds its own copy
-// and refuses a manifest whose rule differs.
+// FidelityRuleName names the rule below in every manifest. The first rule
+// (no name; fixed limits: every packet around an RTT sample within 1 ms, no
+// stall there over 2 ms, at most 1 % or 2 packets per direction over 1 ms)
+// was stricter everywhere the verdict is concerned; manifests judged by it
+// are re-judged by this one from their raw figures.
+const FidelityRuleName = "verdict-sensitivity/2"
+
+// FidelityRule is what a repetition's verdict window must satisfy: the
+// emulation may be imperfect, but never in a way that could have changed
+// the repetition's verdict. The values are recorded in every manifest; the
+// validator holds its own copy and refuses a manifest whose rule is looser.
+//
+// What lateness and stalls can do to the verdict. Every path direction is
+// FIFO (a late packet delays every packet behind it, never overtakes or is
+// overtaken by one on the same path), so within a path a late packet
+// cannot make a packet look lost: RFC 9002 declares a packet lost only
+// when a later one is acknowledged first (3 packets, or 9/8 RTT, later).
+// What lateness does is (1) inflate the RTT samples taken across it, (2)
+// shift the ACK clock, and (3), while both paths carry traffic in one
+// direction, let a packet on one path be overtaken by a later one on the
+// other, which can look like a loss. The window's classification (reset:
+// exactly the initial window; loss backoff: β × the previous window; loss
+// floor: the minimum window) reads exact window values, which timing does
+// not change, so (2) and (3) matter only where they could create or remove
+// a loss: that is what the stall and cross-path limits bound, and (1) is
+// what the RTT-sample rule bounds.
 type FidelityRule struct {
+	Name string `json:"name"`
 	// LateToleranceNS: a packet written later than this after its
-	// scheduled time is "late". 1 ms: late by that much in both
-	// directions, an RTT sample on the 20 ms path moves by 10 %, the
-	// discriminator's convergence tolerance.
+	// scheduled time counts as "late" in the recorded figures
+	// (late_over_tolerance, late_fraction), which are kept for every
+	// direction but not judged by a share: the schedule is absolute (each
+	// packet is due at its arrival plus the path's delay, whatever its
+	// predecessors did), so lateness does not accumulate, and a share of
+	// late packets changes nothing a single one of them could not. It is
+	// also the cross-path limit on the slower path (below).
 	LateToleranceNS int64 `json:"late_tolerance_ns"`
-	// MaxLateFraction: at most this share of a direction's packets in the
-	// window may be late, or MaxLatePackets if that is more (smoothed RTT
-	// is an average with gain 1/8 and the window curve spans thousands of
-	// packets: 1 % of the samples, or two late ACKs on a quiet direction,
-	// cannot move either visibly; the one sample the RTT verdict reads has
-	// its own rule below).
-	MaxLateFraction float64 `json:"max_late_fraction"`
-	MaxLatePackets  int     `json:"max_late_packets"`
 	// MaxStallNS: no host stall in the reset window may be longer. The
 	// reset window runs from the scope's start (before path validation)
 	// to two new-path RTTs after the first window decrease that follows
 	// the migration (the end of the scope when there is none): the
-	// exchange the Q1 verdict reads. A stall freezes the endpoints;
-	// every direction is FIFO, so it cannot make a packet look lost
-	// (RFC 9002 needs a later packet acknowledged first, or 9/8 RTT
-	// without one while later ones are), and a PTO alone does not touch
-	// the window; what a stall does is shift the ACK clock. Half the
-	// shortest path RTT (10 ms at 20 ms) keeps that shift below the
+	// exchange the Q1 verdict reads. A stall freezes the endpoints and
+	// cannot make a packet look lost (FIFO, above), and a PTO alone does
+	// not touch the window; what a stall does is shift the ACK clock. Half
+	// the shortest path RTT (10 ms at 20 ms) keeps that shift below the
 	// difference between the paths the verdict tells apart, and far below
 	// the 3 PTOs of persistent congestion, the one way a pause collapses a
-	// window. Later in the scope the packets' own lateness is the measure.
+	// window.
 	MaxStallNS int64 `json:"max_stall_ns"`
 	// ResetWindowRTTs is how many new-path RTTs after the first decrease
 	// the reset window extends.
 	ResetWindowRTTs int `json:"reset_window_rtts"`
-	// SampleMaxLateNS / SampleMaxStallNS hold around each RTT-attribution
-	// sample (from one sample RTT + 5 ms before it to it): every packet
-	// within the tolerance and no stall longer than twice it, so that the
-	// sample itself is off by less than the convergence tolerance.
-	SampleMaxLateNS  int64 `json:"sample_max_late_ns"`
-	SampleMaxStallNS int64 `json:"sample_max_stall_ns"`
-	// MinSentinelSamples: the sentinel must have run through the window
+	// OneWayANS / OneWayBNS are the paths' configured one-way delays
+	// (half their RTTs), from which the cross-path limits follow.
+	OneWayANS int64 `json:"one_way_a_ns"`
+	OneWayBNS int64 `json:"one_way_b_ns"`
+	// FastPathReorderNS / SlowPathReorderNS / PacketThreshold: while
+	// the other path carries traffic in the same direction (CrossPath
+	// spans), a late packet could be overtaken by one sent after it on
+	// the other path, which is how lateness could make a packet look
+	// lost. With d the one-way delays' difference (10 ms for 20 and
+	// 40 ms paths) and RFC 9002's thresholds (a packet is lost once 3
+	// later ones, or any later one 9/8 RTT after it, are acknowledged):
+	//   - faster path: a packet sent before one on the slower path still
+	//     arrives first unless it is more than d late, so up to d (capped
+	//     at MaxStallNS for the ACK clock) it cannot be overtaken at all;
+	//   - slower path: the faster path's later packets overtake it by d
+	//     already; lateness ℓ lengthens that to d + ℓ. The time threshold
+	//     is not reached while d + ℓ < 9/8 of the shortest RTT (22.5 ms:
+	//     ℓ < 12.5 ms, capped at MaxStallNS). The packet threshold is not
+	//     changed by ℓ when the faster path carried at most 2 packets in
+	//     the span (never 3 overtakers), or at least 3 per d on average
+	//     (3 overtakers already without ℓ); between the two the limit is
+	//     the 1 ms tolerance (at most 2 packet times at 20 Mbit/s).
+	FastPathReorderNS int64 `json:"fast_path_reorder_ns"`
+	SlowPathReorderNS int64 `json:"slow_path_reorder_ns"`
+	PacketThreshold   int   `json:"packet_threshold"`
+	// SampleRule: lateness and stalls only inflate an RTT sample; with L
+	// every host stall around the sample (from one sample RTT + 5 ms
+	// before it to it) plus the worst lateness of a packet on an up
+	// direction and on a down direction that no stall explains
+	// (SampleInflation), the sample's attribution must be the same for
+	// every value from the measured one down to the measured one minus L.
+	// Otherwise the host could have decided the attribution.
+	SampleRule string `json:"sample_rule"`
+	// MinSentinelShare: the sentinel must have run through the window
 	// (at least this share of its 1 ms wake-ups); otherwise the absence of
 	// stalls proves nothing.
 	MinSentinelShare float64 `json:"min_sentinel_share"`
 }
 
-// DefaultFidelityRule is the rule for paths whose shortest RTT is minRTT.
-func DefaultFidelityRule(minRTT time.Duration) FidelityRule {
+// DefaultFidelityRule is the rule for paths A and B of these RTTs.
+func DefaultFidelityRule(rttA, rttB time.Duration) FidelityRule {
+	minRTT := min(rttA, rttB)
+	if minRTT <= 0 {
+		minRTT = max(rttA, rttB)
+	}
 	stall := int64(minRTT / 2)
 	if stall <= 0 {
 		stall = int64(10 * time.Millisecond)
 	}
-	return FidelityRule{
-		LateToleranceNS:  int64(time.Millisecond),
-		MaxLateFraction:  0.01,
-		MaxLatePackets:   2,
-		MaxStallNS:       stall,
-		ResetWindowRTTs:  2,
-		SampleMaxLateNS:  int64(time.Millisecond),
-		SampleMaxStallNS: int64(2 * time.Millisecond),
-		MinSentinelShare: 0.5,
+	tol := int64(time.Millisecond)
+	diff := int64(rttA-rttB) / 2
+	if diff < 0 {
+		diff = -diff
 	}
+	timeThreshold := int64(minRTT) * 9 / 8
+	return FidelityRule{
+		Name:              FidelityRuleName,
+		LateToleranceNS:   tol,
+		MaxStallNS:        stall,
+		ResetWindowRTTs:   2,
+		OneWayANS:         int64(rttA / 2),
+		OneWayBNS:         int64(rttB / 2),
+		FastPathReorderNS: max(tol, min(stall, diff)),
+		SlowPathReorderNS: max(tol, min(stall, timeThreshold-diff)),
+		PacketThreshold:   3,
+		SampleRule:        "the attribution of the measured sample equals that of every value down to the sample minus (host stalls + worst up and down lateness no stall explains) around it",
+		MinSentinelShare:  0.5,
+	}
+}
+
+// ReorderLimit is the cross-path limit for a packet on path p ("A"/"B")
+// written in a span of spanNS in which the other path wrote otherPackets
+// in the same direction (spanNS 0: the density there is unknown).
+func (r FidelityRule) ReorderLimit(p string, otherPackets int, spanNS int64) int64 {
+	own, other := r.OneWayANS, r.OneWayBNS
+	if p == "B" {
+		own, other = other, own
+	}
+	if d := other - own; d > r.LateToleranceNS {
+		return r.FastPathReorderNS
+	}
+	d := own - other
+	if otherPackets < r.PacketThreshold || (d > 0 && spanNS > 0 && int64(otherPackets)*d >= int64(r.PacketThreshold)*spanNS) {
+		return r.SlowPathReorderNS
+	}
+	return r.LateToleranceNS
+}
+
+// CrossPath is one direction's lateness while the other path carried
+// traffic in the same direction: the span (CrossPathSpan) in which a
+// packet written on this path could have been overtaken by one sent after
+// it on the other.
+type CrossPath struct {
+	Dir          string `json:"dir"`
+	Other        string `json:"other"`
+	FromNS       int64  `json:"from_ns"`
+	ToNS         int64  `json:"to_ns"`
+	Packets      int    `json:"packets"`
+	OtherPackets int    `json:"other_packets"`
+	LateMaxNS    int64  `json:"late_max_ns"`
+	LateOver     int    `json:"late_over_tolerance"`
+	LimitNS      int64  `json:"limit_ns"`
+	Measured     bool   `json:"measured"` // false: the whole window's figures stand in
+}
+
+// RTTSampleCheck is the sensitivity of one RTT-attribution sample to the
+// lateness and stalls measured around it.
+type RTTSampleCheck struct {
+	ValueUS           int64  `json:"value_us"`
+	AtUS              int64  `json:"at_us"`
+	OldPathUS         int64  `json:"old_path_us,omitempty"`
+	OldPathMeasuredUS int64  `json:"old_path_measured_us,omitempty"`
+	NewPathUS         int64  `json:"new_path_us,omitempty"`
+	DefaultUS         int64  `json:"default_us,omitempty"`
+	LateUpNS          int64  `json:"late_up_ns"`
+	LateDownNS        int64  `json:"late_down_ns"`
+	StallsNS          int64  `json:"stalls_ns"`
+	InflationNS       int64  `json:"inflation_ns"`
+	LowestUS          int64  `json:"lowest_us"`
+	Attribution       string `json:"attribution"`
+	// ChangesAtUS is the highest value below the measured one whose
+	// attribution differs (0: none down to LowestUS), ChangesTo that
+	// attribution.
+	ChangesAtUS int64  `json:"changes_at_us,omitempty"`
+	ChangesTo   string `json:"changes_to,omitempty"`
+	Decided     bool   `json:"decided"`
+}
+
+// stallsOverlapping is the stalls (deduplicated by start) whose span
+// [start, start + lateness] overlaps [from, to], in order.
+func stallsOverlapping(all []Stall, from, to int64) []Stall {
+	seen := map[int64]bool{}
+	var out []Stall
+	for _, s := range all {
+		if seen[s.AtNS] || s.AtNS > to || s.AtNS+s.LateNS < from {
+			continue
+		}
+		seen[s.AtNS] = true
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].AtNS < out[j].AtNS })
+	return out
+}
+
+// SampleInflation is the most lateness and stalls can have added to an
+// RTT sample measured across window w: every stall, plus the worst
+// lateness on an up direction and on a down direction unless a stall
+// explains it. A host stall adds its length once to any chain of events
+// that runs through it, so a packet late because the emulator was frozen
+// by that stall (due and written within it, give or take the sentinel's
+// 1 ms period) is the stall, counted once.
+func SampleInflation(w FidelityWindow) (up, down, stalls int64) {
+	for _, s := range w.Stalls {
+		stalls += max(s.LateNS, 0)
+	}
+	for k, d := range w.Dirs {
+		l := max(d.LateMaxNS, 0)
+		if l == 0 || stallExplains(w.Stalls, d.LateMaxAtNS-l, d.LateMaxAtNS) {
+			continue
+		}
+		if strings.HasSuffix(k, "/up") {
+			up = max(up, l)
+		} else {
+			down = max(down, l)
+		}
+	}
+	return up, down, stalls
+}
+
+// stallPeriodNS is the sentinel's wake-up period: a stall's start and end
+// are known to within it.
+const stallPeriodNS = int64(time.Millisecond)
+
+// stallExplains says whether one stall spans a packet's lateness, from
+// when it was due to when it was written.
+func stallExplains(stalls []Stall, due, written int64) bool {
+	if written <= 0 {
+		return false
+	}
+	for _, s := range stalls {
+		if s.AtNS-stallPeriodNS <= due && written <= s.AtNS+s.LateNS+2*stallPeriodNS {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckSample asks classify whether a sample of v µs has the same
+// attribution at every whole µs down to v minus inflation (ns).
+func CheckSample(v, inflation int64, classify func(int64) string) RTTSampleCheck {
+	c := RTTSampleCheck{ValueUS: v, InflationNS: inflation, Attribution: classify(v), Decided: true}
+	lo := max(v-(inflation+999)/1000, 1)
+	c.LowestUS = lo
+	for x := v - 1; x >= lo; x-- {
+		if a := classify(x); a != c.Attribution {
+			c.ChangesAtUS, c.ChangesTo, c.Decided = x, a, false
+			break
+		}
+	}
+	return c
 }
 
 // Fidelity is the manifest's "fidelity" block.
@@ -140,6 +331,13 @@ type Fidelity struct {
 	WindowBasis string         `json:"window_basis"`
 	// Samples are the windows around the RTT-attribution samples.
 	Samples []FidelityWindow `json:"rtt_sample_windows,omitempty"`
+	// RTTSamples are the samples themselves (one per window in Samples)
+	// with how much lateness and stalls could have inflated them and
+	// whether that could have changed their attribution.
+	RTTSamples []RTTSampleCheck `json:"rtt_samples,omitempty"`
+	// CrossPaths are the directions' lateness while the other path carried
+	// traffic in the same direction.
+	CrossPaths []CrossPath `json:"cross_paths,omitempty"`
 	// ResetWindows are where the stall rule applies (emulator ns).
 	ResetWindows []Span `json:"reset_windows,omitempty"`
 	// Held is true when every part of the rule held; Problems says what
@@ -170,11 +368,7 @@ func (a *FidelityAnchor) traceToMono(us int64) int64 { return a.EmulatorNS + (us
 // measureFidelity builds the fidelity block of one repetition run between
 // from and to (meter clock), whose analyses are an and ret (either nil).
 func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an, ret *discriminator.Analysis, from, to, wallToMono int64) *Fidelity {
-	minRTT := min(netw.PathRTT(PathA), netw.PathRTT(PathB))
-	if minRTT <= 0 {
-		minRTT = max(netw.PathRTT(PathA), netw.PathRTT(PathB))
-	}
-	f := &Fidelity{Clock: "CLOCK_MONOTONIC ns (the emulator's, shared by every process on the host)", Rule: DefaultFidelityRule(minRTT)}
+	f := &Fidelity{Clock: "CLOCK_MONOTONIC ns (the emulator's, shared by every process on the host)", Rule: DefaultFidelityRule(netw.PathRTT(PathA), netw.PathRTT(PathB))}
 	tol := time.Duration(f.Rule.LateToleranceNS)
 	rep, err := fm.Fidelity(from, to, tol)
 	if err != nil {
@@ -190,6 +384,7 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 	if f.Anchor != nil && an != nil && an.Migration.Found {
 		lo, hi := an.ScopeFromUS, an.ScopeToUS
 		var samples [][2]int64
+		var sampleRefs []discriminator.RTTAttribution
 		for i, a := range []*discriminator.Analysis{an, ret} {
 			if a == nil {
 				continue
@@ -204,17 +399,33 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 			if s := a.RTT; s.FirstAfterAtUS > 0 && s.FirstAfterUS > 0 {
 				sFrom := s.FirstAfterAtUS - s.FirstAfterUS - 5000
 				samples = append(samples, [2]int64{sFrom, s.FirstAfterAtUS})
+				sampleRefs = append(sampleRefs, s)
 				lo, hi = min(lo, sFrom), max(hi, s.FirstAfterAtUS)
 			}
 		}
 		wFrom, wTo = f.Anchor.traceToMono(lo), f.Anchor.traceToMono(hi)
 		f.WindowBasis = fmt.Sprintf("trace %.3f–%.3f s (discriminator scope %.3f–%.3f s, RTT-attribution samples included), placed by %s",
 			float64(lo)/1e6, float64(hi)/1e6, float64(an.ScopeFromUS)/1e6, float64(an.ScopeToUS)/1e6, f.Anchor.Basis)
-		for _, s := range samples {
+		for i, s := range samples {
 			w, err := fm.Fidelity(f.Anchor.traceToMono(s[0]), f.Anchor.traceToMono(s[1]), tol)
-			if err == nil {
-				f.Samples = append(f.Samples, w)
+			if err != nil {
+				// Unmeasured: the sample's sensitivity is unknown.
+				w = FidelityWindow{FromNS: f.Anchor.traceToMono(s[0]), ToNS: f.Anchor.traceToMono(s[1]), Truncated: true}
 			}
+			f.Samples = append(f.Samples, w)
+			ref := sampleRefs[i]
+			// A stall that began before the window and ran into it froze
+			// the sample's round trip too: take those from the
+			// repetition's list.
+			w.Stalls = stallsOverlapping(append(slices.Clone(w.Stalls), rep.Stalls...), w.FromNS, w.ToNS)
+			up, down, st := SampleInflation(w)
+			c := CheckSample(ref.FirstAfterUS, up+down+st, ref.Classify)
+			c.AtUS, c.LateUpNS, c.LateDownNS, c.StallsNS = ref.FirstAfterAtUS, up, down, st
+			c.OldPathUS, c.OldPathMeasuredUS, c.NewPathUS, c.DefaultUS = ref.OldPathUS, ref.OldPathMeasuredUS, ref.NewPathUS, ref.DefaultUS
+			if err != nil {
+				c.Decided = false
+			}
+			f.RTTSamples = append(f.RTTSamples, c)
 		}
 	}
 	win, err := fm.Fidelity(wFrom, wTo, tol)
@@ -228,10 +439,63 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 	if len(f.ResetWindows) == 0 {
 		f.ResetWindows = []Span{{FromNS: win.FromNS, ToNS: win.ToNS, Basis: "the whole verdict window"}}
 	}
-	f.Problems = JudgeFidelity(f.Rule, win, f.ResetWindows, f.Samples)
+	f.CrossPaths = crossPaths(fm, f.Rule, win, tol)
+	f.Problems = JudgeFidelity(f.Rule, win, f.ResetWindows, f.CrossPaths, f.Samples, f.RTTSamples)
 	f.Held = len(f.Problems) == 0
 	f.Summary = summariseFidelity(f)
 	return f
+}
+
+// CrossPathSpan is where a packet on direction dir (e.g. "A/up") of the
+// window could be overtaken by one sent after it on the other path in the
+// same direction. A packet written at w, ℓ late, was sent at w − ℓ − its
+// one-way delay; a packet of the other path sent after it is written
+// after w − ℓ + (other's delay − own delay) and must be written by w, and
+// within the other direction's first and last writes: w from the other's
+// first write to its last + ℓ + (own delay − other's delay, if positive),
+// with ℓ this direction's worst lateness, within the window. ok is false
+// when the other path carried nothing there.
+func CrossPathSpan(r FidelityRule, win FidelityWindow, dir string) (other string, from, to int64, ok bool) {
+	p, rest, _ := strings.Cut(dir, "/")
+	op := "B"
+	own, oth := r.OneWayANS, r.OneWayBNS
+	if p == "B" {
+		op, own, oth = "A", r.OneWayBNS, r.OneWayANS
+	}
+	other = op + "/" + rest
+	o, has := win.Dirs[other]
+	if !has || o.Packets == 0 || o.FirstSentNS == 0 {
+		return other, 0, 0, false
+	}
+	from = max(win.FromNS, o.FirstSentNS)
+	to = min(win.ToNS, o.LastSentNS+max(win.Dirs[dir].LateMaxNS, 0)+max(own-oth, 0))
+	return other, from, to, to >= from
+}
+
+// crossPaths measures every direction's lateness in its CrossPathSpan.
+func crossPaths(fm FidelityMeter, r FidelityRule, win FidelityWindow, tol time.Duration) []CrossPath {
+	var out []CrossPath
+	for _, k := range sortedDirs(win.Dirs) {
+		other, from, to, ok := CrossPathSpan(r, win, k)
+		if !ok {
+			continue
+		}
+		p, _, _ := strings.Cut(k, "/")
+		c := CrossPath{Dir: k, Other: other, FromNS: from, ToNS: to}
+		if w, err := fm.Fidelity(from, to, tol); err == nil && !w.Truncated {
+			d := w.Dirs[k]
+			c.Packets, c.OtherPackets, c.LateMaxNS, c.LateOver, c.Measured = d.Packets, w.Dirs[other].Packets, d.LateMaxNS, d.LateOver, true
+			c.LimitNS = r.ReorderLimit(p, c.OtherPackets, to-from)
+		} else {
+			// Unmeasured: the window's figures, and no credit for a
+			// dense faster path (its density in the span is unknown).
+			d := win.Dirs[k]
+			c.Packets, c.OtherPackets, c.LateMaxNS, c.LateOver = d.Packets, win.Dirs[other].Packets, d.LateMaxNS, d.LateOver
+			c.LimitNS = r.ReorderLimit(p, c.OtherPackets, 0)
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // anchorFor finds the emulator instant of the trace's migration: the first
@@ -285,9 +549,10 @@ func ResetWindow(a *discriminator.Analysis, newRTT time.Duration, rtts int) Span
 }
 
 // JudgeFidelity applies the rule to a verdict window, its reset windows
-// (where the stall rule applies) and its RTT-sample windows and returns
-// what did not hold, with numbers (nil: it held).
-func JudgeFidelity(r FidelityRule, win FidelityWindow, resets []Span, samples []FidelityWindow) []string {
+// (where the stall rule applies), its directions' cross-path spans and its
+// RTT samples (windows and sensitivity) and returns what did not hold,
+// with numbers (nil: it held).
+func JudgeFidelity(r FidelityRule, win FidelityWindow, resets []Span, cross []CrossPath, sampleWins []FidelityWindow, samples []RTTSampleCheck) []string {
 	var out []string
 	span := float64(win.ToNS-win.FromNS) / 1e6 // expected 1 ms wake-ups
 	if span >= 10 && float64(win.SentinelSamples) < r.MinSentinelShare*span {
@@ -318,28 +583,32 @@ func JudgeFidelity(r FidelityRule, win FidelityWindow, resets []Span, samples []
 	default:
 		out = append(out, fmt.Sprintf("%d host stalls longer than %.1f ms in the reset window, the worst %.1f ms at %+.3f s into the verdict window", len(over), msf(r.MaxStallNS), msf(worst.LateNS), float64(worst.AtNS-win.FromNS)/1e9))
 	}
-	for _, k := range sortedDirs(win.Dirs) {
-		d := win.Dirs[k]
-		if d.LateOver > r.MaxLatePackets && d.LateFraction > r.MaxLateFraction {
-			out = append(out, fmt.Sprintf("path %s: %d of %d packets (%.2f%%) later than %.1f ms (limit %.0f%% or %d packets), worst %.1f ms", k, d.LateOver, d.Packets, 100*d.LateFraction, msf(r.LateToleranceNS), 100*r.MaxLateFraction, r.MaxLatePackets, msf(d.LateMaxNS)))
+	for _, c := range cross {
+		if c.LateMaxNS > c.LimitNS {
+			how := "measured there"
+			if !c.Measured {
+				how = "the whole window's worst, the span unmeasured"
+			}
+			out = append(out, fmt.Sprintf("path %s: a packet %.2f ms late while path %s carried traffic (%+.3f–%+.3f s into the verdict window, %d packets there, %s): it could have been overtaken and looked lost (limit %.2f ms)",
+				c.Dir, msf(c.LateMaxNS), c.Other, float64(c.FromNS-win.FromNS)/1e9, float64(c.ToNS-win.FromNS)/1e9, c.OtherPackets, how, msf(c.LimitNS)))
 		}
-		if d.WriteDrops > 0 {
+	}
+	for _, k := range sortedDirs(win.Dirs) {
+		if d := win.Dirs[k]; d.WriteDrops > 0 {
 			out = append(out, fmt.Sprintf("path %s: %d packets the emulator could not deliver (write failed)", k, d.WriteDrops))
 		}
 	}
 	if win.Truncated {
 		out = append(out, "the emulator's record of the window was overwritten (repetition longer than its ring)")
 	}
-	for i, s := range samples {
-		for _, k := range sortedDirs(s.Dirs) {
-			if d := s.Dirs[k]; d.LateMaxNS > r.SampleMaxLateNS {
-				out = append(out, fmt.Sprintf("RTT sample %d: a packet on %s %.2f ms late (limit %.2f ms)", i+1, k, msf(d.LateMaxNS), msf(r.SampleMaxLateNS)))
-			}
+	for i, c := range samples {
+		if i < len(sampleWins) && sampleWins[i].Truncated {
+			out = append(out, fmt.Sprintf("RTT sample %d: the lateness around it was not measured", i+1))
+			continue
 		}
-		for _, st := range s.Stalls {
-			if st.LateNS > r.SampleMaxStallNS {
-				out = append(out, fmt.Sprintf("RTT sample %d: host stall of %.2f ms (limit %.2f ms)", i+1, msf(st.LateNS), msf(r.SampleMaxStallNS)))
-			}
+		if !c.Decided {
+			out = append(out, fmt.Sprintf("RTT sample %d: %.3f ms (%s) could be as low as %.3f ms without the %.2f ms the host may have added (packets %.2f ms late up + %.2f ms down, stalls %.2f ms), and at %.3f ms it reads %s",
+				i+1, float64(c.ValueUS)/1000, c.Attribution, float64(c.LowestUS)/1000, msf(c.InflationNS), msf(c.LateUpNS), msf(c.LateDownNS), msf(c.StallsNS), float64(c.ChangesAtUS)/1000, c.ChangesTo))
 		}
 	}
 	return out
