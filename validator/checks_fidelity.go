@@ -282,7 +282,7 @@ func fidelityProblems(v *Validator, im, man, rep gjson.Result) (float64, float64
 			}
 			return true
 		})
-		val, old, newPath, def, ok := sampleRefs(v, im, rep, recorded, i)
+		val, olds, newPath, def, ok := sampleRefs(v, im, rep, recorded, i)
 		if i == 0 && sampleTo > 0 && (sFrom > sampleFrom || sTo < sampleTo) {
 			out = append(out, fmt.Sprintf("RTT sample 1: its window does not cover the survey's sample (trace %.3f ms)", float64(rep.Get("rtt.first_after_at_us").Int())/1000))
 		}
@@ -297,7 +297,7 @@ func fidelityProblems(v *Validator, im, man, rep gjson.Result) (float64, float64
 			continue
 		}
 		infl := up + down + stalls
-		if at, x, a, held := sampleHolds(val, old, newPath, def, infl); !held {
+		if at, x, a, held := sampleHolds(val, olds, newPath, def, infl); !held {
 			out = append(out, fmt.Sprintf("RTT sample %d: %.3f ms reads %s, but %.3f ms reads %s, and the host may have added %.2f ms (packets %.2f ms late up + %.2f ms down, stalls %.2f ms): its attribution could be the host's", i+1, float64(val)/1000, orUndecided(at), float64(x)/1000, orUndecided(a), float64(infl)/1e6, float64(up)/1e6, float64(down)/1e6, float64(stalls)/1e6))
 		}
 	}
@@ -310,14 +310,14 @@ func fidelityProblems(v *Validator, im, man, rep gjson.Result) (float64, float64
 // that reads otherwise (as a). A sample at the default (to the trace's
 // rounding) is no measurement at all: the estimator took no sample, so no
 // lateness went into it.
-func sampleHolds(val, old, newPath, def, infl int64) (at string, x int64, a string, held bool) {
-	at = attributionOf(val, old, newPath, def)
+func sampleHolds(val int64, olds []int64, newPath, def, infl int64) (at string, x int64, a string, held bool) {
+	at = attributionOf(val, olds, newPath, def)
 	if at == "default" {
 		return at, 0, "", true
 	}
 	lo := max(val-(infl+999)/1000, 1)
 	for x := val - 1; x >= lo; x-- {
-		if a := attributionOf(x, old, newPath, def); a != at {
+		if a := attributionOf(x, olds, newPath, def); a != at {
 			return at, x, a, false
 		}
 	}
@@ -384,7 +384,7 @@ func absDiff(a, b int64) int64 {
 // smoothed RTT before the migration (as checkLive reads it; the survey's
 // old-path figure without the trace), the new path's and the default; for
 // a later one, what the manifest recorded. ok is false when there is none.
-func sampleRefs(v *Validator, im, rep gjson.Result, recorded []gjson.Result, i int) (val, old, newPath, def int64, ok bool) {
+func sampleRefs(v *Validator, im, rep gjson.Result, recorded []gjson.Result, i int) (val int64, olds []int64, newPath, def int64, ok bool) {
 	if i == 0 && rep.Get("rtt.first_after_us").Int() > 0 {
 		val = rep.Get("rtt.first_after_us").Int()
 		def = rep.Get("rtt.default_us").Int()
@@ -394,27 +394,24 @@ func sampleRefs(v *Validator, im, rep gjson.Result, recorded []gjson.Result, i i
 			}
 			return true
 		})
-		old = rep.Get("rtt.old_path_us").Int()
+		olds = []int64{rep.Get("rtt.old_path_us").Int()}
 		if tr, err := v.repTrace(im, rep); err == nil {
 			if _, last := rttFacts(tr, rep.Get("migration.at_us").Int(), def); last > 0 {
-				old = last
+				olds = append(olds, last)
 			}
 		}
 		newPath = rep.Get("new_path_rtt_us").Int()
 		if newPath == 0 {
 			newPath = rep.Get("rtt.new_path_us").Int()
 		}
-		return val, old, newPath, def, true
+		return val, olds, newPath, def, true
 	}
 	if i < len(recorded) && recorded[i].Get("value_us").Int() > 0 {
 		r := recorded[i]
-		old = r.Get("old_path_measured_us").Int()
-		if old == 0 {
-			old = r.Get("old_path_us").Int()
-		}
-		return r.Get("value_us").Int(), old, r.Get("new_path_us").Int(), r.Get("default_us").Int(), true
+		olds = []int64{r.Get("old_path_us").Int(), r.Get("old_path_measured_us").Int()}
+		return r.Get("value_us").Int(), olds, r.Get("new_path_us").Int(), r.Get("default_us").Int(), true
 	}
-	return 0, 0, 0, 0, false
+	return 0, nil, 0, 0, false
 }
 
 func orUndecided(a string) string {

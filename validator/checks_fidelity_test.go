@@ -200,7 +200,7 @@ func TestSampleHolds(t *testing.T) {
 		{"no lateness", 32_000, 22_100, 40_000, 100_000, 0, true, 0, ""},
 	}
 	for _, tc := range tests {
-		_, x, a, held := sampleHolds(tc.val, tc.old, tc.newPath, tc.def, tc.infl)
+		_, x, a, held := sampleHolds(tc.val, []int64{tc.old}, tc.newPath, tc.def, tc.infl)
 		if held != tc.held || x != tc.x || a != tc.a {
 			t.Errorf("%s: held %v at %d (%s), want %v at %d (%s)", tc.name, held, x, a, tc.held, tc.x, tc.a)
 		}

@@ -120,7 +120,7 @@ func TestJudgeFidelity(t *testing.T) {
 func TestCheckSample(t *testing.T) {
 	std := discriminator.RTTAttribution{OldPathUS: 20_000, NewPathUS: 40_000, DefaultUS: 100_000}
 	// Under load path A's last estimate before the migration (44 ms) sits
-	// next to path B's 40 ms: nearer which decides.
+	// next to path B's 40 ms: within 15 % of both, a value is unattributed.
 	loaded := discriminator.RTTAttribution{OldPathUS: 20_000, OldPathMeasuredUS: 44_000, NewPathUS: 40_000, DefaultUS: 100_000}
 	tests := []struct {
 		name        string
@@ -136,7 +136,8 @@ func TestCheckSample(t *testing.T) {
 		{"default is far from everything", std, 100_000, 10e6, "default", true, 0},
 		{"converging, 1 ms from the old path (20 × 1.15 = 23 ms)", std, 23_500, 1e6, "converging", false, 23_000},
 		{"no lateness", std, 35_000, 0, "new-path", true, 0},
-		{"loaded old path: nearer the measured old value", loaded, 42_500, 1e6, "old-path", false, 41_952},
+		{"loaded old path: near both, unattributed however late", loaded, 42_500, 1e6, "none", true, 0},
+		{"loaded old path: 1 ms of lateness brings it near both", loaded, 46_300, 1e6, "old-path", false, 46_000},
 		{"inflation larger than the value", std, 3_000, 10e6, "none", true, 0},
 	}
 	for _, tc := range tests {

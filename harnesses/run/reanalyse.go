@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/migaudit/migaudit/data/atomicfile"
 	"github.com/migaudit/migaudit/discriminator"
+	"github.com/tidwall/gjson"
 )
 
 // pathRTTs is what the discriminator needs of a Net: the configured RTTs.
@@ -27,9 +29,8 @@ func (r recordedPaths) PathRTT(p Path) time.Duration {
 // analysis-return.json for a migrate-back) from its kept server trace with
 // this build's discriminator and the parameters and path RTTs its manifest
 // recorded, and brings the manifest's file digests up to date. Nothing
-// else in the manifest changes; a manifest this build would not write back
-// byte for byte is refused rather than rewritten. It reports whether any
-// file changed.
+// else in the manifest changes, byte for byte. It reports whether any file
+// changed.
 func Reanalyse(dir string) (bool, error) {
 	mp := filepath.Join(dir, "manifest.json")
 	raw, err := os.ReadFile(mp)
@@ -40,8 +41,9 @@ func Reanalyse(dir string) (bool, error) {
 	if err := json.Unmarshal(raw, &man); err != nil {
 		return false, fmt.Errorf("reanalyse %s: %w", mp, err)
 	}
-	if again, err := marshalManifest(man); err != nil || !bytes.Equal(again, raw) {
-		return false, fmt.Errorf("reanalyse %s: the manifest was not written by this version of migaudit (it does not round-trip); refusing to rewrite it", mp)
+	files := gjson.GetBytes(raw, "files")
+	if !files.IsArray() || files.Index <= 0 {
+		return false, fmt.Errorf("reanalyse %s: no \"files\" list to bring up to date", mp)
 	}
 	if man.Result.ServerTrace == "" {
 		return false, fmt.Errorf("reanalyse %s: manifest names no server trace", mp)
@@ -87,17 +89,16 @@ func Reanalyse(dir string) (bool, error) {
 	if !changed {
 		return false, nil
 	}
-	man.Files = listFiles(dir)
-	if err := WriteJSONAtomic(mp, man); err != nil {
+	// Only the file list changes: it is spliced into the manifest as
+	// recorded, so every other byte (including fields an older or newer
+	// build wrote) stays as it was.
+	list, err := json.MarshalIndent(listFiles(dir), "  ", "  ")
+	if err != nil {
+		return true, fmt.Errorf("reanalyse %s: %w", mp, err)
+	}
+	out := append(append(append([]byte{}, raw[:files.Index]...), list...), raw[files.Index+len(files.Raw):]...)
+	if err := atomicfile.Write(mp, out); err != nil {
 		return true, fmt.Errorf("reanalyse %s: %w", mp, err)
 	}
 	return true, nil
-}
-
-func marshalManifest(man Manifest) ([]byte, error) {
-	b, err := json.MarshalIndent(man, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
 }

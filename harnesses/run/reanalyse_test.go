@@ -44,8 +44,7 @@ func copyDir(t *testing.T, src string) string {
 
 // Reanalyse on committed evidence: a tampered analysis is re-derived to
 // exactly the committed one (and the manifest's digests with it); an
-// untouched copy is left alone; a manifest this build would not write back
-// byte for byte is refused.
+// untouched copy is left alone; a manifest without a file list is refused.
 func TestReanalyseCommittedEvidence(t *testing.T) {
 	src := filepath.Join("..", "..", "data", "evidence", "ngtcp2", "rep3")
 	if _, err := os.Stat(filepath.Join(src, "manifest.json")); err != nil {
@@ -74,13 +73,13 @@ func TestReanalyseCommittedEvidence(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, true, ""},
-		{"foreign manifest", func(t *testing.T, dir string) {
+		{"manifest without a file list", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "manifest.json")
 			b, _ := os.ReadFile(p)
-			if err := os.WriteFile(p, bytes.ReplaceAll(b, []byte("\n  "), []byte("\n    ")), 0o644); err != nil {
+			if err := os.WriteFile(p, bytes.Replace(b, []byte(`"files"`), []byte(`"filez"`), 1), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, false, "does not round-trip"},
+		}, false, "no \"files\" list"},
 		{"trace gone", func(t *testing.T, dir string) {
 			matches, _ := filepath.Glob(filepath.Join(dir, "qlog-server", "*"))
 			for _, m := range matches {
