@@ -186,6 +186,9 @@ func (q *qlog) integer(name, key string, v jv) (int64, error) {
 	if v.Type() != gjson.Number {
 		return 0, fmt.Errorf("event %q: %q is not a number (%s)", name, key, excerpt([]byte(v.Raw())))
 	}
+	if i, ok := smallInt(v.Raw(), 18); ok {
+		return i, nil
+	}
 	if i, err := strconv.ParseInt(v.Raw(), 10, 64); err == nil {
 		return i, nil
 	}
