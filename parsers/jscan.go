@@ -295,7 +295,7 @@ const (
 func strStops(x uint64) uint64 {
 	q := x ^ (lanes1 * '"')
 	s := x ^ (lanes1 * '\\')
-	return ((q - lanes1) &^ q | (s - lanes1) &^ s | (x - lanes1*0x20) &^ x) & lanesHi
+	return ((q-lanes1)&^q | (s-lanes1)&^s | (x-lanes1*0x20)&^x) & lanesHi
 }
 
 func ishex(c byte) bool {
