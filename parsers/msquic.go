@@ -116,14 +116,14 @@ func (m *msquicParser) harnessLine(line []byte) error {
 	}
 	m.t = t
 	msgB := bytes.TrimSpace(rest[sp:])
-	if !asciiOnly(msgB) {
+	verb, args, _ := bytes.Cut(msgB, []byte(" "))
+	var ascii bool
+	if m.kv, ascii = m.kv.parse(args); !ascii || !asciiOnly(verb) {
 		// strings.Fields splits on Unicode blanks: keep its exact reading.
 		msg := string(msgB)
 		verb, args, _ := strings.Cut(msg, " ")
 		return m.verb(verb, keyValues(args))
 	}
-	verb, args, _ := bytes.Cut(msgB, []byte(" "))
-	m.kv = m.kv.parse(args)
 	return m.verb(bstr(verb), &m.kv) // a view: verb copies what it keeps
 }
 
@@ -134,28 +134,36 @@ type kvList []kvPair
 
 type kvPair struct{ k, v []byte }
 
-// parse splits s on ASCII blanks (the line is ASCII) into key=value pairs,
-// skipping fields without '=' (keyValues' reading).
-func (l kvList) parse(s []byte) kvList {
+// parse splits s on ASCII blanks into key=value pairs, skipping fields
+// without '=' (keyValues' reading when s is ASCII), in one pass. ascii is
+// false when s holds a byte >= 0x80: then the pairs are not keyValues'
+// reading (strings.Fields splits on Unicode blanks too) and must not be used.
+func (l kvList) parse(s []byte) (out kvList, ascii bool) {
 	l = l[:0]
+	var high byte
 	i := 0
 	for i < len(s) {
 		for i < len(s) && asciiSpace(s[i]) {
 			i++
 		}
-		j := i
-		for j < len(s) && !asciiSpace(s[j]) {
+		j, eq := i, -1
+		for j < len(s) {
+			c := s[j]
+			if c <= ' ' && asciiSpace(c) {
+				break
+			}
+			high |= c
+			if c == '=' && eq < 0 {
+				eq = j
+			}
 			j++
 		}
-		if j > i {
-			f := s[i:j]
-			if k, v, ok := bytes.Cut(f, []byte("=")); ok {
-				l = append(l, kvPair{k, v})
-			}
+		if eq >= 0 {
+			l = append(l, kvPair{s[i:eq], s[eq+1 : j]})
 		}
 		i = j
 	}
-	return l
+	return l, high < 0x80
 }
 
 // get's value is a view of the line: valid during the call only.
