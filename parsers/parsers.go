@@ -297,8 +297,8 @@ type readAhead struct {
 }
 
 const (
-	readAheadChunk = 64 << 10
-	readAheadDepth = 4
+	readAheadChunk = 128 << 10
+	readAheadDepth = 3
 )
 
 func newReadAhead(r io.Reader) *readAhead {

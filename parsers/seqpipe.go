@@ -37,9 +37,9 @@ type seqBatch struct {
 }
 
 const (
-	seqBatchBytes = 32 << 10 // record text per batch (a longer record gets a batch of its own)
-	seqBatchNodes = 8 << 10  // tape nodes per batch, about as many as 32 KiB of qlog holds
-	seqBatches    = 4        // batches in flight or free: memory is bounded by these
+	seqBatchBytes = 128 << 10 // record text per batch (a longer record gets a batch of its own)
+	seqBatchNodes = 12 << 10  // tape nodes per batch, about as many as 128 KiB of qlog holds (one per 11-15 bytes)
+	seqBatches    = 3         // batches in flight or free: memory is bounded by these
 )
 
 // seqSplitter runs the first stage.
