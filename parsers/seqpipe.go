@@ -9,7 +9,10 @@ import "io"
 // record alone, so moving them ahead changes nothing but which core does
 // them: the mapper sees the same records, numbers, offsets, tapes and read
 // errors in the same order, and stops the splitter at the first record it
-// cannot use exactly where it used to stop.
+// cannot use exactly where it used to stop. Only the timing differs: a
+// record reaches the mapper with its batch (128 KiB, or the end of the
+// input), so a trace read from a pipe still being written is handled in
+// steps of a batch.
 
 // seqItem is one record as the splitter saw it.
 type seqItem struct {
@@ -47,8 +50,7 @@ type seqSplitter struct {
 	s     *seqReader
 	out   chan *seqBatch
 	free  chan *seqBatch
-	done  chan struct{} // closed by the mapper when it stops early
-	ended chan struct{} // closed when the splitter goroutine has returned
+	done  chan struct{} // closed by the mapper when it stops
 }
 
 func newSeqSplitter(s *seqReader) *seqSplitter {
@@ -57,7 +59,6 @@ func newSeqSplitter(s *seqReader) *seqSplitter {
 		out:   make(chan *seqBatch, seqBatches),
 		free:  make(chan *seqBatch, seqBatches),
 		done:  make(chan struct{}),
-		ended: make(chan struct{}),
 	}
 	for i := 0; i < seqBatches; i++ {
 		p.free <- &seqBatch{buf: make([]byte, 0, seqBatchBytes), nodes: make([]jnode, 0, seqBatchNodes)}
@@ -66,11 +67,14 @@ func newSeqSplitter(s *seqReader) *seqSplitter {
 	return p
 }
 
-// stop ends the splitter early and waits for it, so that nothing reads the
-// input after the mapper has returned.
+// stop ends the splitter early. It does not wait: the splitter may be in
+// a read that returns only when the input does (a pipe held open), and the
+// mapper's error must not wait for that. The splitter touches nothing but
+// the input and its own batches, and returns at its next hand-off (or when
+// the read fails: the read-ahead reader fails once closed, a closed file
+// fails).
 func (p *seqSplitter) stop() {
 	close(p.done)
-	<-p.ended
 }
 
 func (p *seqSplitter) get() *seqBatch {
@@ -93,7 +97,6 @@ func (p *seqSplitter) send(b *seqBatch) bool {
 }
 
 func (p *seqSplitter) run() {
-	defer close(p.ended)
 	defer close(p.out)
 	b := p.get()
 	if b == nil {
