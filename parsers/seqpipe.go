@@ -47,18 +47,18 @@ const (
 
 // seqSplitter runs the first stage.
 type seqSplitter struct {
-	s     *seqReader
-	out   chan *seqBatch
-	free  chan *seqBatch
-	done  chan struct{} // closed by the mapper when it stops
+	s    *seqReader
+	out  chan *seqBatch
+	free chan *seqBatch
+	done chan struct{} // closed by the mapper when it stops
 }
 
 func newSeqSplitter(s *seqReader) *seqSplitter {
 	p := &seqSplitter{
-		s:     s,
-		out:   make(chan *seqBatch, seqBatches),
-		free:  make(chan *seqBatch, seqBatches),
-		done:  make(chan struct{}),
+		s:    s,
+		out:  make(chan *seqBatch, seqBatches),
+		free: make(chan *seqBatch, seqBatches),
+		done: make(chan struct{}),
 	}
 	for i := 0; i < seqBatches; i++ {
 		p.free <- &seqBatch{buf: make([]byte, 0, seqBatchBytes), nodes: make([]jnode, 0, seqBatchNodes)}

@@ -92,4 +92,3 @@ func TestSeqPipeline(t *testing.T) {
 		})
 	}
 }
-
