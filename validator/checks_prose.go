@@ -502,7 +502,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 			// Figures re-counted from the source by this implementation's
 			// own reading (prose_counts.go).
 			for _, pc := range proseCounts[im.Get("name").String()] {
-				for _, m := range pc.re.FindAllStringSubmatchIndex(text, -1) {
+				for _, m := range pc.re().FindAllStringSubmatchIndex(text, -1) {
 					if covered[m[2]] {
 						continue
 					}
