@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/migaudit/migaudit/data"
 )
@@ -110,10 +111,19 @@ func mergeParams(impl string, trace map[string]int64, user map[string]float64) (
 	return out, used
 }
 
+// canonicalNames memoises canonicalImpl within the process: data.Lookup
+// decodes the embedded pins at every call, and each trace's analysis asks
+// more than once. The pins are embedded, so the answer never changes.
+var canonicalNames sync.Map // string → string
+
 func canonicalImpl(name string) string {
-	im, err := data.Lookup(name)
-	if err != nil {
-		return strings.ToLower(name)
+	if v, ok := canonicalNames.Load(name); ok {
+		return v.(string)
 	}
-	return im.Name
+	c := strings.ToLower(name)
+	if im, err := data.Lookup(name); err == nil {
+		c = im.Name
+	}
+	canonicalNames.Store(name, c)
+	return c
 }

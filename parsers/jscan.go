@@ -1,6 +1,8 @@
 package parsers
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -58,6 +60,9 @@ func (t *jtape) run(b []byte, prefix bool) (int, bool) {
 	n := len(b)
 	i := 0
 	ks, ke, kesc := int32(-1), int32(-1), false
+	// obj: the innermost open container is an object (kept here rather
+	// than read back from the tape at every separator).
+	obj := false
 	for {
 		// A value starts at i (after blanks).
 		for i < n && jspace(b[i]) {
@@ -67,11 +72,16 @@ func (t *jtape) run(b []byte, prefix bool) (int, bool) {
 			return i, false
 		}
 		idx := int32(len(t.nodes))
-		t.nodes = append(t.nodes, jnode{vs: int32(i), ks: ks, ke: ke, kesc: kesc})
+		if len(t.nodes) == cap(t.nodes) {
+			t.nodes = append(t.nodes, jnode{})
+		}
+		t.nodes = t.nodes[:idx+1]
 		nd := &t.nodes[idx]
+		*nd = jnode{vs: int32(i), ks: ks, ke: ke, kesc: kesc}
 		switch c := b[i]; c {
 		case '{', '[':
 			nd.kind = c
+			obj = c == '{'
 			t.stack = append(t.stack, idx)
 			i++
 			for i < n && jspace(b[i]) {
@@ -83,7 +93,7 @@ func (t *jtape) run(b []byte, prefix bool) (int, bool) {
 			if c == '{' {
 				if b[i] == '}' {
 					i++
-					t.close(idx, i)
+					obj = t.close(idx, i)
 					goto after
 				}
 				if b[i] != '"' {
@@ -97,7 +107,7 @@ func (t *jtape) run(b []byte, prefix bool) (int, bool) {
 			}
 			if b[i] == ']' {
 				i++
-				t.close(idx, i)
+				obj = t.close(idx, i)
 				goto after
 			}
 			ks, ke, kesc = -1, -1, false
@@ -160,8 +170,6 @@ func (t *jtape) run(b []byte, prefix bool) (int, bool) {
 			if i >= n {
 				return i, false
 			}
-			top := t.stack[len(t.stack)-1]
-			obj := t.nodes[top].kind == '{'
 			c := b[i]
 			if c == ',' {
 				i++
@@ -183,7 +191,7 @@ func (t *jtape) run(b []byte, prefix bool) (int, bool) {
 			}
 			if (obj && c == '}') || (!obj && c == ']') {
 				i++
-				t.close(top, i)
+				obj = t.close(t.stack[len(t.stack)-1], i)
 				continue
 			}
 			return i, false
@@ -191,11 +199,17 @@ func (t *jtape) run(b []byte, prefix bool) (int, bool) {
 	}
 }
 
-// close ends the container at idx, whose last byte is at end-1.
-func (t *jtape) close(idx int32, end int) {
-	t.nodes[idx].ve = int32(end)
-	t.nodes[idx].skip = int32(len(t.nodes))
+// close ends the container at idx, whose last byte is at end-1, and
+// reports whether the container now innermost is an object.
+func (t *jtape) close(idx int32, end int) bool {
+	nd := &t.nodes[idx]
+	nd.ve = int32(end)
+	nd.skip = int32(len(t.nodes))
 	t.stack = t.stack[:len(t.stack)-1]
+	if k := len(t.stack); k > 0 {
+		return t.nodes[t.stack[k-1]].kind == '{'
+	}
+	return false
 }
 
 // key scans `"key" :` at i (b[i] == '"') and returns the offset after the colon.
@@ -206,6 +220,9 @@ func (t *jtape) key(i int) (int, int32, int32, bool, bool) {
 		return j, 0, 0, false, false
 	}
 	ks, ke := int32(i+1), int32(j-1)
+	if j < len(b) && b[j] == ':' { // the usual case: no blank before ':'
+		return j + 1, ks, ke, esc, true
+	}
 	for j < len(b) && jspace(b[j]) {
 		j++
 	}
@@ -221,9 +238,18 @@ func scanString(b []byte, i int) (int, bool, bool) {
 	esc := false
 	n := len(b)
 	for {
+		// Eight bytes at a time while they last, then byte by byte.
+		for i+8 <= n {
+			if m := strStops(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto stop
+			}
+			i += 8
+		}
 		for i < n && !strSpecial[b[i]] {
 			i++
 		}
+	stop:
 		if i >= n {
 			return i, esc, false
 		}
@@ -256,6 +282,22 @@ func scanString(b []byte, i int) (int, bool, bool) {
 	}
 }
 
+const (
+	lanes1  = 0x0101010101010101
+	lanesHi = 0x8080808080808080
+)
+
+// strStops has the high bit set in the lane of the first byte of x (little
+// endian) that is '"', '\\' or a control character, the bytes strSpecial
+// marks; lanes above the first such byte may be set too (a borrow), lanes
+// below it never are, so the lowest set bit is exact. Zero: none of the
+// eight is special.
+func strStops(x uint64) uint64 {
+	q := x ^ (lanes1 * '"')
+	s := x ^ (lanes1 * '\\')
+	return ((q-lanes1)&^q | (s-lanes1)&^s | (x-lanes1*0x20)&^x) & lanesHi
+}
+
 func ishex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
@@ -272,9 +314,7 @@ func scanNumber(b []byte, i int) (int, bool) {
 	if b[i] == '0' {
 		i++
 	} else {
-		for i < n && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = skipDigits(b, i)
 	}
 	if i == n {
 		return i, true
@@ -284,9 +324,7 @@ func scanNumber(b []byte, i int) (int, bool) {
 		if i == n || b[i] < '0' || b[i] > '9' {
 			return i, false
 		}
-		for i < n && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = skipDigits(b, i)
 	}
 	if i == n {
 		return i, true
@@ -304,6 +342,32 @@ func scanNumber(b []byte, i int) (int, bool) {
 		}
 	}
 	return i, true
+}
+
+// skipDigits returns the offset of the first byte at or after i that is
+// not a decimal digit (len(b) if none), eight bytes at a time while they
+// last.
+func skipDigits(b []byte, i int) int {
+	n := len(b)
+	for i+8 <= n {
+		if m := nonDigits(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < n && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// nonDigits has the high bit set in exactly the lanes of x that are not
+// '0'-'9' (each lane computed on its own: no carry crosses lanes).
+func nonDigits(x uint64) uint64 {
+	low := x & (lanes1 * 0x7f)
+	ge3A := low + lanes1*(0x80-0x3a) // high bit: low 7 bits >= ':'
+	ge30 := low + lanes1*(0x80-0x30) // high bit: low 7 bits >= '0'
+	return (x | ge3A | ^ge30) & lanesHi
 }
 
 // jv is a value on a tape; the zero jv, or i < 0, is a value that does not
@@ -426,7 +490,40 @@ func parseFloat(s string) float64 {
 	return f
 }
 
-func (v jv) Int() int64     { return v.result().Int() }
+// Int is gjson's Int. A plain integer of at most 15 digits is exact as a
+// float64, so gjson returns its value: read directly.
+func (v jv) Int() int64 {
+	if v.Exists() && v.kind() == '0' {
+		if i, ok := smallInt(v.Raw(), 15); ok {
+			return i
+		}
+	}
+	return v.result().Int()
+}
+
+// smallInt reads s when it is an optional '-' and 1 to max (<= 18) decimal
+// digits, nothing else: then strconv.ParseInt(s, 10, 64) gives the same.
+func smallInt(s string, max int) (int64, bool) {
+	i, neg := 0, false
+	if len(s) > 0 && s[0] == '-' {
+		i, neg = 1, true
+	}
+	if len(s)-i < 1 || len(s)-i > max {
+		return 0, false
+	}
+	var m int64
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		m = m*10 + int64(c-'0')
+	}
+	if neg {
+		m = -m
+	}
+	return m, true
+}
 func (v jv) String() string { return v.result().String() }
 func (v jv) missing() jv    { return jv{v.t, -1} }
 func (v jv) keyIs(s string) bool {

@@ -161,23 +161,28 @@ func parseJSONSeq(in *input, h timeline.Handler, f seqFormat) error {
 	var refTime float64
 	var prevTime float64
 	headerSeen := false
-	var tape jtape
+	// Records are cut, validated and put on tapes a stage ahead, on the
+	// other core (seqpipe.go).
+	split := newSeqSplitter(s)
+	defer split.stop()
+	recs := seqRecords{p: split}
 	for {
-		rec, n, off, err := s.next()
-		if err == io.EOF {
+		it := recs.next()
+		if it.err == io.EOF {
 			break
 		}
-		if err != nil {
-			return in.readErr(err)
+		if it.err != nil {
+			return in.readErr(it.err)
 		}
-		if !tape.parse(rec) {
-			if truncatedJSON(rec) && s.restIsBlank() {
-				q.h.Warn(warning(n, off, fmt.Sprintf("final record truncated (%d bytes, cut off mid-write); ignored, the %d records before it are used", len(rec), n-1)))
+		n, off := it.n, it.off
+		if !it.ok {
+			if it.truncatedTail {
+				q.h.Warn(warning(n, off, fmt.Sprintf("final record truncated (%d bytes, cut off mid-write); ignored, the %d records before it are used", it.re-it.rs, n-1)))
 				break
 			}
 			return in.errorf(n, off, "invalid JSON")
 		}
-		root := tape.root()
+		root := recs.tape.root()
 		if !root.IsObject() {
 			return in.errorf(n, off, "record is not a JSON object")
 		}

@@ -110,59 +110,74 @@ func (m *msquicParser) harnessLine(line []byte) error {
 	if sp < 0 {
 		sp = len(rest)
 	}
-	t, err := strconv.ParseInt(bstr(rest[5:sp]), 10, 64)
-	if err != nil {
-		return fmt.Errorf("bad t_us %q", rest[5:sp])
+	t, ok := smallInt(bstr(rest[5:sp]), 18)
+	if !ok {
+		var err error
+		if t, err = strconv.ParseInt(bstr(rest[5:sp]), 10, 64); err != nil {
+			return fmt.Errorf("bad t_us %q", rest[5:sp])
+		}
 	}
 	m.t = t
 	msgB := bytes.TrimSpace(rest[sp:])
-	if !asciiOnly(msgB) {
+	verb, args, _ := bytes.Cut(msgB, []byte(" "))
+	var ascii bool
+	if m.kv, ascii = m.kv.parse(args); !ascii || !asciiOnly(verb) {
 		// strings.Fields splits on Unicode blanks: keep its exact reading.
 		msg := string(msgB)
 		verb, args, _ := strings.Cut(msg, " ")
 		return m.verb(verb, keyValues(args))
 	}
-	verb, args, _ := bytes.Cut(msgB, []byte(" "))
-	m.kv = m.kv.parse(args)
 	return m.verb(bstr(verb), &m.kv) // a view: verb copies what it keeps
 }
 
 // kvList is a harness line's key=value fields in order; get returns the
 // last value of a key, as a map filled in order would. It is reused from
-// line to line, so STATS lines cost no allocation.
-type kvList []kvPair
+// line to line, so STATS lines cost no allocation. Fields are offsets into
+// the line, not slices: no pointers to write (and no write barriers).
+type kvList struct {
+	src   []byte
+	pairs []kvPair
+}
 
-type kvPair struct{ k, v []byte }
+type kvPair struct{ ks, ke, vs, ve int32 }
 
-// parse splits s on ASCII blanks (the line is ASCII) into key=value pairs,
-// skipping fields without '=' (keyValues' reading).
-func (l kvList) parse(s []byte) kvList {
-	l = l[:0]
+// parse splits s on ASCII blanks into key=value pairs, skipping fields
+// without '=' (keyValues' reading when s is ASCII), in one pass. ascii is
+// false when s holds a byte >= 0x80: then the pairs are not keyValues'
+// reading (strings.Fields splits on Unicode blanks too) and must not be used.
+func (l kvList) parse(s []byte) (out kvList, ascii bool) {
+	l.src, l.pairs = s, l.pairs[:0]
+	var high byte
 	i := 0
 	for i < len(s) {
 		for i < len(s) && asciiSpace(s[i]) {
 			i++
 		}
-		j := i
-		for j < len(s) && !asciiSpace(s[j]) {
+		j, eq := i, -1
+		for j < len(s) {
+			c := s[j]
+			if c <= ' ' && asciiSpace(c) {
+				break
+			}
+			high |= c
+			if c == '=' && eq < 0 {
+				eq = j
+			}
 			j++
 		}
-		if j > i {
-			f := s[i:j]
-			if k, v, ok := bytes.Cut(f, []byte("=")); ok {
-				l = append(l, kvPair{k, v})
-			}
+		if eq >= 0 {
+			l.pairs = append(l.pairs, kvPair{int32(i), int32(eq), int32(eq + 1), int32(j)})
 		}
 		i = j
 	}
-	return l
+	return l, high < 0x80
 }
 
 // get's value is a view of the line: valid during the call only.
 func (l *kvList) get(key string) (string, bool) {
-	for i := len(*l) - 1; i >= 0; i-- {
-		if p := &(*l)[i]; string(p.k) == key {
-			return bstr(p.v), true
+	for i := len(l.pairs) - 1; i >= 0; i-- {
+		if p := &l.pairs[i]; bstr(l.src[p.ks:p.ke]) == key {
+			return bstr(l.src[p.vs:p.ve]), true
 		}
 	}
 	return "", false
@@ -246,9 +261,12 @@ func (m *msquicParser) stats(kv kvGetter) error {
 		if !ok {
 			continue
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("STATS %s=%q is not an integer", g.key, v)
+		n, ok := smallInt(v, 18)
+		if !ok {
+			var err error
+			if n, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return fmt.Errorf("STATS %s=%q is not an integer", g.key, v)
+			}
 		}
 		if g.rtt && n == msquicNoRTT {
 			n = 0
@@ -270,9 +288,12 @@ func (m *msquicParser) stats(kv kvGetter) error {
 		s.Fields |= g.field
 	}
 	if v, ok := kv.get("send_mtu"); ok {
-		mtu, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("STATS send_mtu=%q is not an integer", v)
+		mtu, ok := smallInt(v, 18)
+		if !ok {
+			var err error
+			if mtu, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return fmt.Errorf("STATS send_mtu=%q is not an integer", v)
+			}
 		}
 		if mtu != m.mtu {
 			m.mtu = mtu

@@ -297,8 +297,8 @@ type readAhead struct {
 }
 
 const (
-	readAheadChunk = 64 << 10
-	readAheadDepth = 4
+	readAheadChunk = 128 << 10
+	readAheadDepth = 3
 )
 
 func newReadAhead(r io.Reader) *readAhead {
@@ -318,6 +318,7 @@ func newReadAhead(r io.Reader) *readAhead {
 			select {
 			case b = <-a.free:
 			case <-a.done:
+				errc <- errReadAheadClosed
 				return
 			}
 			n, err := io.ReadFull(r, b)
@@ -325,6 +326,7 @@ func newReadAhead(r io.Reader) *readAhead {
 				select {
 				case a.chunks <- b[:n]:
 				case <-a.done:
+					errc <- errReadAheadClosed
 					return
 				}
 			}
@@ -362,7 +364,11 @@ func (a *readAhead) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close stops the goroutine; the reader must not be used afterwards.
+// errReadAheadClosed is what a read-ahead reader returns once closed (to a
+// reader still running then: a JSON-SEQ splitter being stopped).
+var errReadAheadClosed = errors.New("read-ahead closed")
+
+// Close stops the goroutine; reads afterwards fail.
 func (a *readAhead) Close() {
 	select {
 	case <-a.done:

@@ -22,9 +22,15 @@ type qlog struct {
 	meta timeline.Meta
 	// rttScale converts an RTT value to µs (1000 for milliseconds).
 	rttScale float64
-	last     map[string]timeline.Sample
-	ranges   []timeline.Range
-	intern   map[string]string
+	// last is the last sample per path: the current path's in cur (a
+	// trace stays on one path for thousands of records), the others'
+	// in the map.
+	last    map[string]timeline.Sample
+	cur     timeline.Sample
+	curPath string
+	curOK   bool
+	ranges  []timeline.Range
+	intern  map[string]string
 	// lostFromCounters: losses come as counter deltas (quiche).
 	lostFromCounters bool
 	sawAddr          bool
@@ -186,6 +192,9 @@ func (q *qlog) integer(name, key string, v jv) (int64, error) {
 	if v.Type() != gjson.Number {
 		return 0, fmt.Errorf("event %q: %q is not a number (%s)", name, key, excerpt([]byte(v.Raw())))
 	}
+	if i, ok := smallInt(v.Raw(), 18); ok {
+		return i, nil
+	}
 	if i, err := strconv.ParseInt(v.Raw(), 10, 64); err == nil {
 		return i, nil
 	}
@@ -259,7 +268,7 @@ func (q *qlog) metrics(t int64, name string, data jv, path string) error {
 	if f == 0 {
 		return nil
 	}
-	s := q.last[path]
+	s := q.lastFor(path)
 	s.TimeUS, s.PathID, s.Fields = t, path, f
 	if f.Has(timeline.FieldCwnd) {
 		s.CwndBytes = r.CwndBytes
@@ -279,9 +288,23 @@ func (q *qlog) metrics(t int64, name string, data jv, path string) error {
 	if f.Has(timeline.FieldRTTVar) {
 		s.RTTVarUS = r.RTTVarUS
 	}
-	q.last[path] = s
+	q.setLast(path, s)
 	q.h.Sample(s)
 	return nil
+}
+
+func (q *qlog) lastFor(path string) timeline.Sample {
+	if q.curOK && q.curPath == path {
+		return q.cur
+	}
+	return q.last[path]
+}
+
+func (q *qlog) setLast(path string, s timeline.Sample) {
+	if q.curOK && q.curPath != path {
+		q.last[q.curPath] = q.cur
+	}
+	q.cur, q.curPath, q.curOK = s, path, true
 }
 
 // space interns the common packet types without allocating.

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -148,7 +147,7 @@ func hostOf(a string) string {
 	return h
 }
 
-var localAddrLine = regexp.MustCompile(`Local address is now \[?([0-9a-fA-F.:]+?)\]?:(\d+)`)
+var localAddrLine = lazyRegexp(`Local address is now \[?([0-9a-fA-F.:]+?)\]?:(\d+)`)
 
 // logMove reads the endpoints' own logs in the repetition directory for
 // a peer-address change: JSON lines {"ev":"peer_address"|"switched",
@@ -256,7 +255,7 @@ func (v *Validator) clientLogAddrs(im, rep gjson.Result) []string {
 		if err != nil {
 			continue
 		}
-		for _, m := range localAddrLine.FindAllStringSubmatch(string(b), -1) {
+		for _, m := range localAddrLine().FindAllStringSubmatch(string(b), -1) {
 			out = append(out, m[1])
 		}
 	}

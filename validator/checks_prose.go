@@ -17,38 +17,38 @@ import (
 // same sentence.
 
 var (
-	liveSummaryRe = regexp.MustCompile(`^(\d+) repetitions?, (\d+) verified IP migrations?, reset observed in (\d+)/(\d+)$`)
-	f1Re          = regexp.MustCompile(`^(\d+) of (\d+) ships? a migration reset hook that nothing calls(?:: (.+))?$`)
-	f2Re          = regexp.MustCompile(`^(\d+) distinct mechanisms? across (\d+) implementations?$`)
-	f3NoneRe      = regexp.MustCompile(`^none of (\d+) uses the path-validation round trip as the new path's initial RTT$`)
-	f3SomeRe      = regexp.MustCompile(`^(\d+) of (\d+) uses? the path-validation round trip as the new path's initial RTT: (.+)$`)
+	liveSummaryRe = lazyRegexp(`^(\d+) repetitions?, (\d+) verified IP migrations?, reset observed in (\d+)/(\d+)$`)
+	f1Re          = lazyRegexp(`^(\d+) of (\d+) ships? a migration reset hook that nothing calls(?:: (.+))?$`)
+	f2Re          = lazyRegexp(`^(\d+) distinct mechanisms? across (\d+) implementations?$`)
+	f3NoneRe      = lazyRegexp(`^none of (\d+) uses the path-validation round trip as the new path's initial RTT$`)
+	f3SomeRe      = lazyRegexp(`^(\d+) of (\d+) uses? the path-validation round trip as the new path's initial RTT: (.+)$`)
 
 	// "reachable hook: Sym — what it does, N call sites: p:l in fn; p:l in fn"
-	hookRe = regexp.MustCompile(`(reachable|dead) hook: ([A-Za-z_][\w:~]*) — (.*?)(?:(\d+) call sites?|no call site)((?:(?::? |; )[^\s;:()]+\.[a-z]+:\d+ in [\w:~]+)*)`)
+	hookRe = lazyRegexp(`(reachable|dead) hook: ([A-Za-z_][\w:~]*) — (.*?)(?:(\d+) call sites?|no call site)((?:(?::? |; )[^\s;:()]+\.[a-z]+:\d+ in [\w:~]+)*)`)
 	// "implemented by N algorithms" inside a hook's description
-	implByRe = regexp.MustCompile(`implemented by (\d+) algorithms?`)
+	implByRe = lazyRegexp(`implemented by (\d+) algorithms?`)
 	// "dead hook: N implementation (M empty), K call sites" (the reachability hook)
-	deadHookRe = regexp.MustCompile(`dead hook: (\d+) implementations? \((\d+) empty\), (\d+) call sites?`)
+	deadHookRe = lazyRegexp(`dead hook: (\d+) implementations? \((\d+) empty\), (\d+) call sites?`)
 	// "Sym: N live call sites" / a clause starting "N call sites" (the reachability hook)
-	namedCallsRe = regexp.MustCompile(`(?:^|; )(?:([A-Za-z_][\w]*): )?(\d+) (?:live )?call sites?\b`)
+	namedCallsRe = lazyRegexp(`(?:^|; )(?:([A-Za-z_][\w]*): )?(\d+) (?:live )?call sites?\b`)
 	// "cleared by Loss::migrate (2 call sites in input_frame, migrate)"
-	parenCallsRe = regexp.MustCompile(`([A-Za-z_][\w:]*) \((\d+) call sites? in [^)]*\)`)
+	parenCallsRe = lazyRegexp(`([A-Za-z_][\w:]*) \((\d+) call sites? in [^)]*\)`)
 	// "Path::new called at 3 sites"
-	calledAtRe = regexp.MustCompile(`([A-Za-z_]\w*::[A-Za-z_]\w*) called at (\d+) sites?`)
-	positionRe = regexp.MustCompile(`([\w./+-]+\.(?:c|h|cc|cpp|hpp|rs|go|py)):(\d+)`)
-	roleRe     = regexp.MustCompile(`\b(migrating|observing) endpoint: ([A-Z][A-Z_/]*[A-Z])\b`)
-	combinedRe = regexp.MustCompile(`combined from the per-role findings: ((?:(?:migrating|observing) [A-Z_/]+(?:, )?)+)`)
-	disagreeRe = regexp.MustCompile(`repetitions disagree: (\d+) YES, (\d+) NO`)
-	numberRe   = regexp.MustCompile(`\b\d+\b`)
+	calledAtRe = lazyRegexp(`([A-Za-z_]\w*::[A-Za-z_]\w*) called at (\d+) sites?`)
+	positionRe = lazyRegexp(`([\w./+-]+\.(?:c|h|cc|cpp|hpp|rs|go|py)):(\d+)`)
+	roleRe     = lazyRegexp(`\b(migrating|observing) endpoint: ([A-Z][A-Z_/]*[A-Z])\b`)
+	combinedRe = lazyRegexp(`combined from the per-role findings: ((?:(?:migrating|observing) [A-Z_/]+(?:, )?)+)`)
+	disagreeRe = lazyRegexp(`repetitions disagree: (\d+) YES, (\d+) NO`)
+	numberRe   = lazyRegexp(`\b\d+\b`)
 
 	// Counts of the answer's own cited positions (each verified at the
 	// commit by evidence-positions): "3 guards in ngtcp2_rtb.c",
 	// "handled by 8 of 8 algorithms", "11 alg_notify sites dispatch",
 	// "hard-codes Paths[0] at 2 sites".
-	kindInFileRe = regexp.MustCompile(`\b(\d+) (guard|call|assignment|handler|definition|dispatch)s? in ([\w./-]+\.[a-z]+)\b`)
-	handledByRe  = regexp.MustCompile(`handled by (\d+) of \d+ algorithms`)
-	sitesOfRe    = regexp.MustCompile(`\b(\d+) (\w+) sites dispatch`)
-	atSitesRe    = regexp.MustCompile(`(\S+) at (\d+) sites\b`)
+	kindInFileRe = lazyRegexp(`\b(\d+) (guard|call|assignment|handler|definition|dispatch)s? in ([\w./-]+\.[a-z]+)\b`)
+	handledByRe  = lazyRegexp(`handled by (\d+) of \d+ algorithms`)
+	sitesOfRe    = lazyRegexp(`\b(\d+) (\w+) sites dispatch`)
+	atSitesRe    = lazyRegexp(`(\S+) at (\d+) sites\b`)
 )
 
 // checkLiveSummary: the summary's figures are the repetitions' own.
@@ -65,7 +65,7 @@ func checkLiveSummary(v *Validator, doc, im gjson.Result) (Status, string) {
 			}
 		}
 	}
-	m := liveSummaryRe.FindStringSubmatch(sum)
+	m := liveSummaryRe().FindStringSubmatch(sum)
 	if m == nil {
 		d.fail("summary %q does not state \"N repetitions, N verified IP migrations, reset observed in N/N\"", sum)
 		return d.result()
@@ -130,7 +130,7 @@ func checkF1Statement(v *Validator, doc, _ gjson.Result) (Status, string) {
 	var d verdict
 	st := doc.Get("cross_cutting.F1.statement").String()
 	dead, with := deadHooks(v, doc, &d)
-	m := f1Re.FindStringSubmatch(st)
+	m := f1Re().FindStringSubmatch(st)
 	if m == nil {
 		d.fail("F1 statement %q does not state \"X of Y ship a migration reset hook that nothing calls\"", st)
 		return d.result()
@@ -164,7 +164,7 @@ func checkF2Statement(v *Validator, doc, _ gjson.Result) (Status, string) {
 			distinct[strings.Join(strings.Fields(strings.ToLower(strings.Join(parts, " | "))), " ")] = true
 		}
 	}
-	m := f2Re.FindStringSubmatch(st)
+	m := f2Re().FindStringSubmatch(st)
 	if m == nil {
 		d.fail("F2 statement %q does not state \"D distinct mechanisms across N implementations\"", st)
 		return d.result()
@@ -194,11 +194,11 @@ func checkF3Statement(v *Validator, doc, _ gjson.Result) (Status, string) {
 		}
 	}
 	sort.Strings(users)
-	if m := f3NoneRe.FindStringSubmatch(st); m != nil {
+	if m := f3NoneRe().FindStringSubmatch(st); m != nil {
 		if len(users) > 0 || atoi(m[1]) != of {
 			d.fail("F3 says none of %s; the entries give %d of %d: [%s]", m[1], len(users), of, strings.Join(users, ", "))
 		}
-	} else if m := f3SomeRe.FindStringSubmatch(st); m != nil {
+	} else if m := f3SomeRe().FindStringSubmatch(st); m != nil {
 		if atoi(m[1]) != len(users) || atoi(m[2]) != of {
 			d.fail("F3 says %s of %s; the entries give %d of %d", m[1], m[2], len(users), of)
 		}
@@ -410,7 +410,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				}
 			}
 			// Hooks named with their call sites.
-			for _, m := range hookRe.FindAllStringSubmatchIndex(text, -1) {
+			for _, m := range hookRe().FindAllStringSubmatchIndex(text, -1) {
 				sym := text[m[4]:m[5]]
 				if strings.Contains(text[m[6]:m[7]], "hook: ") {
 					continue // a hook stated without its count: the count found is the next one's
@@ -421,7 +421,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				}
 				recount(where, sym, "function", claimed, "call sites")
 				desc := text[m[6]:m[7]]
-				if ib := implByRe.FindStringSubmatch(desc); ib != nil && terr == nil {
+				if ib := implByRe().FindStringSubmatch(desc); ib != nil && terr == nil {
 					if _, h, err := v.callCount(t, sym, "function"); err == nil {
 						derived++
 						if h != atoi(ib[1]) {
@@ -431,7 +431,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				}
 				if m[10] >= 0 {
 					list := text[m[10]:m[11]]
-					pos := positionRe.FindAllStringSubmatch(list, -1)
+					pos := positionRe().FindAllStringSubmatch(list, -1)
 					if len(pos) > 0 && len(pos) != claimed {
 						d.fail("%s lists %d positions for %d call sites of %s", where, len(pos), claimed, sym)
 					}
@@ -446,7 +446,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				}
 				mark(m[0], m[1])
 			}
-			if m := deadHookRe.FindStringSubmatchIndex(text); m != nil && reach.Exists() && !covered[m[0]] {
+			if m := deadHookRe().FindStringSubmatchIndex(text); m != nil && reach.Exists() && !covered[m[0]] {
 				recount(where, reach.Get("symbol").String(), reach.Get("form").String(), atoi(text[m[6]:m[7]]), "call sites")
 				if terr == nil {
 					if _, h, err := v.callCount(t, reach.Get("symbol").String(), reach.Get("form").String()); err == nil {
@@ -458,14 +458,14 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				}
 				mark(m[0], m[1])
 			}
-			for _, m := range parenCallsRe.FindAllStringSubmatchIndex(text, -1) {
+			for _, m := range parenCallsRe().FindAllStringSubmatchIndex(text, -1) {
 				if covered[m[0]] {
 					continue
 				}
 				recount(where, text[m[2]:m[3]], "function", atoi(text[m[4]:m[5]]), "call sites")
 				mark(m[0], m[1])
 			}
-			for _, m := range namedCallsRe.FindAllStringSubmatchIndex(text, -1) {
+			for _, m := range namedCallsRe().FindAllStringSubmatchIndex(text, -1) {
 				if covered[m[4]] {
 					continue
 				}
@@ -482,7 +482,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				recount(where, sym, form, atoi(text[m[4]:m[5]]), "call sites")
 				mark(m[0], m[1])
 			}
-			for _, m := range calledAtRe.FindAllStringSubmatchIndex(text, -1) {
+			for _, m := range calledAtRe().FindAllStringSubmatchIndex(text, -1) {
 				if terr != nil {
 					skipped++
 					continue
@@ -502,7 +502,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 			// Figures re-counted from the source by this implementation's
 			// own reading (prose_counts.go).
 			for _, pc := range proseCounts[im.Get("name").String()] {
-				for _, m := range pc.re.FindAllStringSubmatchIndex(text, -1) {
+				for _, m := range pc.re().FindAllStringSubmatchIndex(text, -1) {
 					if covered[m[2]] {
 						continue
 					}
@@ -540,7 +540,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				}
 				mark(m[0], m[1])
 			}
-			for _, m := range kindInFileRe.FindAllStringSubmatchIndex(text, -1) {
+			for _, m := range kindInFileRe().FindAllStringSubmatchIndex(text, -1) {
 				if covered[m[0]] {
 					continue
 				}
@@ -549,16 +549,16 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 					return e.Get("kind").String() == kind && (e.Get("path").String() == file || strings.HasSuffix(e.Get("path").String(), "/"+file))
 				}))
 			}
-			for _, m := range handledByRe.FindAllStringSubmatchIndex(text, -1) {
+			for _, m := range handledByRe().FindAllStringSubmatchIndex(text, -1) {
 				evCount(m, 2, "handling algorithms", countEv(func(e gjson.Result) bool { return e.Get("kind").String() == "handler" }))
 			}
-			for _, m := range sitesOfRe.FindAllStringSubmatchIndex(text, -1) {
+			for _, m := range sitesOfRe().FindAllStringSubmatchIndex(text, -1) {
 				tok := text[m[4]:m[5]]
 				evCount(m, 2, tok+" sites", countEv(func(e gjson.Result) bool {
 					return e.Get("kind").String() == "dispatch" && strings.Contains(e.Get("excerpt").String(), tok)
 				}))
 			}
-			for _, m := range atSitesRe.FindAllStringSubmatchIndex(text, -1) {
+			for _, m := range atSitesRe().FindAllStringSubmatchIndex(text, -1) {
 				tok := text[m[2]:m[3]]
 				if covered[m[4]] || !strings.ContainsAny(tok, "[_.>") {
 					continue // a code token, not a word
@@ -566,7 +566,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				evCount(m, 4, "sites of "+tok, countEv(func(e gjson.Result) bool { return strings.Contains(e.Get("excerpt").String(), tok) }))
 			}
 			// Any other cited position must exist at the commit.
-			for _, m := range positionRe.FindAllStringSubmatchIndex(text, -1) {
+			for _, m := range positionRe().FindAllStringSubmatchIndex(text, -1) {
 				if covered[m[0]] {
 					continue
 				}
@@ -584,14 +584,14 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				roles[r.Get("role").String()] = r.Get("answer").String()
 				return true
 			})
-			for _, m := range roleRe.FindAllStringSubmatch(text, -1) {
+			for _, m := range roleRe().FindAllStringSubmatch(text, -1) {
 				if got, ok := roles[m[1]]; !ok {
 					d.fail("%s states %s endpoint: %s, the answer has no %s role", where, m[1], m[2], m[1])
 				} else if got != m[2] {
 					d.fail("%s states %s endpoint: %s, the role answers %s", where, m[1], m[2], got)
 				}
 			}
-			for _, m := range combinedRe.FindAllStringSubmatch(text, -1) {
+			for _, m := range combinedRe().FindAllStringSubmatch(text, -1) {
 				for _, part := range strings.Split(m[1], ", ") {
 					f := strings.Fields(part)
 					if len(f) == 2 && roles[f[0]] != f[1] {
@@ -599,7 +599,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 					}
 				}
 			}
-			if m := disagreeRe.FindStringSubmatchIndex(text); m != nil {
+			if m := disagreeRe().FindStringSubmatchIndex(text); m != nil {
 				yes, no := repVotes(im, q)
 				derived++
 				if atoi(text[m[2]:m[3]]) != yes || atoi(text[m[4]:m[5]]) != no {
@@ -607,7 +607,7 @@ func checkProse(v *Validator, doc, im gjson.Result) (Status, string) {
 				}
 				mark(m[0], m[1])
 			}
-			for _, m := range numberRe.FindAllStringIndex(text, -1) {
+			for _, m := range numberRe().FindAllStringIndex(text, -1) {
 				if !covered[m[0]] && countLike(text, m[0], m[1]) {
 					underived++
 					if len(notDerived) < 6 {

@@ -10,7 +10,6 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,11 +41,11 @@ type runID struct {
 }
 
 var (
-	cidField  = regexp.MustCompile(`"(?:group_id|ODCID|odcid|[a-z_]*connection_id|scid|dcid|description)"\s*:\s*"([0-9a-fA-F]{8,})"`)
-	wallField = regexp.MustCompile(`"wall_clock_time"\s*:\s*"([^"]+)"`)
-	endpoint  = regexp.MustCompile(`\b(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d{1,5})\b`)
-	hexStem   = regexp.MustCompile(`^[0-9a-f]{16,}$`)
-	draftAddr = regexp.MustCompile(`"addr_from"\s*:\s*\{\s*"ip_v4"\s*:\s*"([0-9.]+)"\s*,\s*"port_v4"\s*:\s*(\d+)`)
+	cidField  = lazyRegexp(`"(?:group_id|ODCID|odcid|[a-z_]*connection_id|scid|dcid|description)"\s*:\s*"([0-9a-fA-F]{8,})"`)
+	wallField = lazyRegexp(`"wall_clock_time"\s*:\s*"([^"]+)"`)
+	endpoint  = lazyRegexp(`\b(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d{1,5})\b`)
+	hexStem   = lazyRegexp(`^[0-9a-f]{16,}$`)
+	draftAddr = lazyRegexp(`"addr_from"\s*:\s*\{\s*"ip_v4"\s*:\s*"([0-9.]+)"\s*,\s*"port_v4"\s*:\s*(\d+)`)
 )
 
 func (v *Validator) runIdentity(path string) (*runID, error) {
@@ -65,17 +64,17 @@ func readRunID(path string) (*runID, error) {
 	}
 	sum := sha256.Sum256(data)
 	id := &runID{Digest: hex.EncodeToString(sum[:]), CIDs: map[string]bool{}}
-	for _, m := range cidField.FindAllSubmatch(data, -1) {
+	for _, m := range cidField().FindAllSubmatch(data, -1) {
 		id.CIDs[strings.ToLower(string(m[1]))] = true
 	}
-	if m := wallField.FindSubmatch(data[:min(len(data), 8192)]); m != nil {
+	if m := wallField().FindSubmatch(data[:min(len(data), 8192)]); m != nil {
 		if t, err := time.Parse(time.RFC3339Nano, string(m[1])); err == nil {
 			id.Wall, id.WallFrom = t, "the trace's wall_clock_time"
 		}
 	}
 	base := filepath.Base(path)
 	stem, _, _ := strings.Cut(base, ".")
-	if hexStem.MatchString(strings.ToLower(stem)) {
+	if hexStem().MatchString(strings.ToLower(stem)) {
 		id.NameCID = strings.ToLower(stem)
 		id.NameInContent = bytes.Contains(bytes.ToLower(data), []byte(id.NameCID))
 	}
@@ -87,7 +86,7 @@ func readRunID(path string) (*runID, error) {
 		// byte order (loglib/qlog.c, no ntohs): on a little-endian
 		// machine the real port 40854 reads 38559. Both readings are kept,
 		// so the check holds whether or not a version fixes it.
-		for _, m := range draftAddr.FindAllSubmatch(data, -1) {
+		for _, m := range draftAddr().FindAllSubmatch(data, -1) {
 			eps[string(m[1])+":"+string(m[2])] = true
 			if p, err := strconv.ParseUint(string(m[2]), 10, 16); err == nil {
 				eps[string(m[1])+":"+strconv.FormatUint(uint64(bits.ReverseBytes16(uint16(p))), 10)] = true
@@ -298,7 +297,7 @@ func (v *Validator) checkAgainstManifest(d *verdict, im, rep gjson.Result, trace
 	if len(id.Endpoints) > 0 {
 		var verified []string
 		man.Get("verification.evidence").ForEach(func(_, e gjson.Result) bool {
-			for _, m := range endpoint.FindAllStringSubmatch(e.String(), -1) {
+			for _, m := range endpoint().FindAllStringSubmatch(e.String(), -1) {
 				verified = append(verified, m[1])
 			}
 			return true

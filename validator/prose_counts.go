@@ -10,7 +10,7 @@ import (
 // here from the source at the pinned commit, by a reading of the code of
 // its own (not the audit's), and the sentence fails when the count differs.
 type proseCount struct {
-	re    *regexp.Regexp // group 1: the stated number
+	re    func() *regexp.Regexp // group 1: the stated number
 	what  string
 	count func(t *sourceTree) (int, error)
 }
@@ -19,16 +19,16 @@ var proseCounts = map[string][]proseCount{
 	// "1 ACK RTT sample site keyed by path (…)": the calls of
 	// picoquic_update_path_rtt with an epoch (the ACK path); the
 	// path-challenge and handshake calls pass epoch -1.
-	"picoquic": {{regexp.MustCompile(`\b(\d+) ACK RTT sample sites?\b`), "ACK RTT sample sites", picoquicAckRTTSites}},
+	"picoquic": {{lazyRegexp(`\b(\d+) ACK RTT sample sites?\b`), "ACK RTT sample sites", picoquicAckRTTSites}},
 	// "(ngtcp2_conn_update_rtt, 1 unguarded call)": the calls in
 	// lib/ngtcp2_rtb.c outside every block whose if-condition reads the
 	// cc_pkt_num watermark.
-	"ngtcp2": {{regexp.MustCompile(`\b(\d+) unguarded calls?\b`), "unguarded ngtcp2_conn_update_rtt calls", ngtcp2UnguardedRTT}},
+	"ngtcp2": {{lazyRegexp(`\b(\d+) unguarded calls?\b`), "unguarded ngtcp2_conn_update_rtt calls", ngtcp2UnguardedRTT}},
 	// "changes Paths[0] in place (6 changes)": in the
 	// QUIC_PARAM_CONN_LOCAL_ADDRESS case of QuicConnParamSet, the
 	// statements that write Paths[0]: an assignment to it, or its address
 	// handed to a function (not to an upper-case trace or assert macro).
-	"msquic": {{regexp.MustCompile(`Paths\[0\] in place \((\d+) changes?\)`), "in-place changes of Paths[0]", msquicInPlaceChanges}},
+	"msquic": {{lazyRegexp(`Paths\[0\] in place \((\d+) changes?\)`), "in-place changes of Paths[0]", msquicInPlaceChanges}},
 }
 
 // callArgs returns the argument texts of the call whose name ends at
@@ -127,7 +127,7 @@ func ngtcp2UnguardedRTT(t *sourceTree) (int, error) {
 	return n, nil
 }
 
-var upperMacroCall = regexp.MustCompile(`\b[A-Z][A-Z0-9_]{3,}\(`)
+var upperMacroCall = lazyRegexp(`\b[A-Z][A-Z0-9_]{3,}\(`)
 
 func msquicInPlaceChanges(t *sourceTree) (int, error) {
 	r := &reader{t: t}
@@ -141,7 +141,7 @@ func msquicInPlaceChanges(t *sourceTree) (int, error) {
 		switch {
 		case strings.HasPrefix(s, "Connection->Paths[0]") && strings.Contains(s, " = "):
 			n++ // assigned
-		case upperMacroCall.MatchString(s):
+		case upperMacroCall().MatchString(s):
 			// a trace or assert macro reads it
 		case strings.Contains(s, "= &Connection->Paths[0]"):
 			// its address stored elsewhere, not written here

@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -249,9 +248,9 @@ func readPositionalQlog(data []byte) (*traceFacts, error) {
 }
 
 var (
-	msquicStats  = regexp.MustCompile(`t_us=(\d+) STATS cwnd=(\d+) srtt_us=(\d+) min_rtt_us=(\d+)`)
-	msquicTime   = regexp.MustCompile(`t_us=(\d+)`)
-	msquicRemote = regexp.MustCompile(`New Remote IP: ([0-9a-fA-F.:\[\]]+)`)
+	msquicStats  = lazyRegexp(`t_us=(\d+) STATS cwnd=(\d+) srtt_us=(\d+) min_rtt_us=(\d+)`)
+	msquicTime   = lazyRegexp(`t_us=(\d+)`)
+	msquicRemote = lazyRegexp(`New Remote IP: ([0-9a-fA-F.:\[\]]+)`)
 )
 
 // readMsquicLog reads msquic's stdout trace: STATS lines polled every 5 ms
@@ -269,7 +268,7 @@ func readMsquicLog(data []byte) (*traceFacts, error) {
 		} else if strings.Contains(line, "[mq_client]") && f.Vantage == "" {
 			f.Vantage = "client"
 		}
-		if m := msquicStats.FindStringSubmatch(line); m != nil {
+		if m := msquicStats().FindStringSubmatch(line); m != nil {
 			t, _ := strconv.ParseInt(m[1], 10, 64)
 			cw, _ := strconv.ParseInt(m[2], 10, 64)
 			srtt, _ := strconv.ParseInt(m[3], 10, 64)
@@ -278,10 +277,10 @@ func readMsquicLog(data []byte) (*traceFacts, error) {
 			f.Samples = append(f.Samples, sample{T: t, Cwnd: cw, SRTT: srtt, Latest: -1, MinRTT: mr})
 			continue
 		}
-		if m := msquicTime.FindStringSubmatch(line); m != nil {
+		if m := msquicTime().FindStringSubmatch(line); m != nil {
 			last, _ = strconv.ParseInt(m[1], 10, 64)
 		}
-		if m := msquicRemote.FindStringSubmatch(line); m != nil {
+		if m := msquicRemote().FindStringSubmatch(line); m != nil {
 			f.Events = append(f.Events, pathEvent{T: last, Kind: "peer_addr", Addr: m[1]})
 		}
 		if strings.Contains(line, "Set active") {

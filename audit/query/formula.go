@@ -2,7 +2,6 @@ package query
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -507,11 +506,11 @@ func (p *parser) primary() (expr string, isName bool, name string, err error) {
 }
 
 var (
-	intSuffix = regexp.MustCompile(`\b(0[xX][0-9a-fA-F]+|[0-9]+)(?:[uU]?[lL]{0,2}|[lL]{1,2}[uU]?)\b`)
-	identRe   = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	intSuffix = lazyRegexp(`\b(0[xX][0-9a-fA-F]+|[0-9]+)(?:[uU]?[lL]{0,2}|[lL]{1,2}[uU]?)\b`)
+	identRe   = lazyRegexp(`[A-Za-z_][A-Za-z0-9_]*`)
 	// a cast to a lower-case type name (C types are lower case, macros upper case)
-	typeCastRe = regexp.MustCompile(`\((?:const\s+)?[a-z_][a-z0-9_]*\)\s*([(\w])`)
-	castRe     = regexp.MustCompile(`\(\s*(?:const\s+)?(?:u?int\d+_t|size_t|double|float|unsigned|int|long|uint\d+|u\d+|usize)\s*\)`)
+	typeCastRe = lazyRegexp(`\((?:const\s+)?[a-z_][a-z0-9_]*\)\s*([(\w])`)
+	castRe     = lazyRegexp(`\(\s*(?:const\s+)?(?:u?int\d+_t|size_t|double|float|unsigned|int|long|uint\d+|u\d+|usize)\s*\)`)
 )
 
 // ExpandMacro expands a C macro (or const) to a numeric expression that
@@ -535,11 +534,11 @@ func (c *Code) expandMacro(name string, depth int) (string, syntax.Def, bool) {
 		return "", def, false
 	}
 	v := stripComment(def.Value)
-	v = castRe.ReplaceAllString(v, "")
-	v = typeCastRe.ReplaceAllString(v, "$1")
-	v = intSuffix.ReplaceAllString(v, "$1")
+	v = castRe().ReplaceAllString(v, "")
+	v = typeCastRe().ReplaceAllString(v, "$1")
+	v = intSuffix().ReplaceAllString(v, "$1")
 	ok := true
-	v = identRe.ReplaceAllStringFunc(v, func(id string) string {
+	v = identRe().ReplaceAllStringFunc(v, func(id string) string {
 		sub, _, subOK := c.expandMacro(id, depth+1)
 		if !subOK {
 			ok = false
@@ -591,7 +590,7 @@ func trimParens(s string) string {
 
 // Numeric parses a literal like "333", "0.7", "250000ull", "14_720".
 func Numeric(s string) (float64, bool) {
-	s = intSuffix.ReplaceAllString(strings.TrimSpace(s), "$1")
+	s = intSuffix().ReplaceAllString(strings.TrimSpace(s), "$1")
 	s = strings.ReplaceAll(s, "_", "")
 	v, err := strconv.ParseFloat(s, 64)
 	return v, err == nil

@@ -1,0 +1,84 @@
+package parsers
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strconv"
+	"testing"
+)
+
+// firstLane is the lane of the lowest set high bit of m (8: none).
+func firstLane(m uint64) int { return bits.TrailingZeros64(m) >> 3 }
+
+// TestStrStops: for every byte value in every lane, behind every kind of
+// byte before it, strStops finds the first byte strSpecial marks, exactly.
+func TestStrStops(t *testing.T) {
+	fill := []byte{'a', 0x80, 0xff, '!', '#', '[', ']', 0x7f}
+	for _, f := range fill {
+		for lane := 0; lane < 8; lane++ {
+			for c := 0; c < 256; c++ {
+				var w [8]byte
+				for k := range w {
+					w[k] = f
+				}
+				w[lane] = byte(c)
+				// A later lane may hold anything: a special byte after
+				// the first must not move the answer.
+				if lane < 7 {
+					w[7] = '"'
+				}
+				want := 8
+				for k := range w {
+					if strSpecial[w[k]] {
+						want = k
+						break
+					}
+				}
+				if got := firstLane(strStops(binary.LittleEndian.Uint64(w[:]))); got != want {
+					t.Fatalf("strStops(%q) first lane %d, want %d", w, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestNonDigits: the lanes nonDigits marks are exactly the non-digits.
+func TestNonDigits(t *testing.T) {
+	for lane := 0; lane < 8; lane++ {
+		for c := 0; c < 256; c++ {
+			for _, f := range []byte{'0', '9', 'x', 0x80 + '5'} {
+				var w [8]byte
+				for k := range w {
+					w[k] = f
+				}
+				w[lane] = byte(c)
+				m := nonDigits(binary.LittleEndian.Uint64(w[:]))
+				for k := range w {
+					isDigit := w[k] >= '0' && w[k] <= '9'
+					if marked := m>>(8*k+7)&1 == 1; marked == isDigit {
+						t.Fatalf("nonDigits(%q): lane %d marked %v, digit %v", w, k, marked, isDigit)
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzSmallInt: whatever smallInt accepts, strconv.ParseInt reads the same.
+func FuzzSmallInt(f *testing.F) {
+	for _, s := range []string{"0", "-0", "-", "", "123456789012345678", "1234567890123456789", "-999999999999999999", "007", "1e3", "+1", "12a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, max := range []int{15, 18} {
+			got, ok := smallInt(s, max)
+			if !ok {
+				continue
+			}
+			want, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || got != want {
+				t.Fatalf("smallInt(%q, %d) = %d, ParseInt %d, %v", s, max, got, want, err)
+			}
+		}
+	})
+}
