@@ -179,21 +179,7 @@ func parseCSV(in *input, h timeline.Handler) error {
 			if m.rtt && n == msquicNoRTT {
 				n = 0
 			}
-			switch m.field {
-			case timeline.FieldCwnd:
-				s.CwndBytes = n
-			case timeline.FieldBytesInFlight:
-				s.BytesInFlight = n
-			case timeline.FieldSmoothedRTT:
-				s.SmoothedRTTUS = n
-			case timeline.FieldMinRTT:
-				s.MinRTTUS = n
-			case timeline.FieldLatestRTT:
-				s.LatestRTTUS = n
-			case timeline.FieldRTTVar:
-				s.RTTVarUS = n
-			}
-			s.Fields |= m.field
+			s.Set(m.field, n)
 		}
 		if s.Fields == 0 {
 			continue

@@ -271,21 +271,7 @@ func (m *msquicParser) stats(kv kvGetter) error {
 		if g.rtt && n == msquicNoRTT {
 			n = 0
 		}
-		switch g.field {
-		case timeline.FieldCwnd:
-			s.CwndBytes = n
-		case timeline.FieldBytesInFlight:
-			s.BytesInFlight = n
-		case timeline.FieldSmoothedRTT:
-			s.SmoothedRTTUS = n
-		case timeline.FieldMinRTT:
-			s.MinRTTUS = n
-		case timeline.FieldLatestRTT:
-			s.LatestRTTUS = n
-		case timeline.FieldRTTVar:
-			s.RTTVarUS = n
-		}
-		s.Fields |= g.field
+		s.Set(g.field, n)
 	}
 	if v, ok := kv.get("send_mtu"); ok {
 		mtu, ok := smallInt(v, 18)

@@ -41,6 +41,25 @@ type Sample struct {
 	RTTVarUS      int64 `json:"rttvar_us"`
 }
 
+// Set records v as the value of field f (one bit) and marks f reported.
+func (s *Sample) Set(f Field, v int64) {
+	switch f {
+	case FieldCwnd:
+		s.CwndBytes = v
+	case FieldBytesInFlight:
+		s.BytesInFlight = v
+	case FieldSmoothedRTT:
+		s.SmoothedRTTUS = v
+	case FieldMinRTT:
+		s.MinRTTUS = v
+	case FieldLatestRTT:
+		s.LatestRTTUS = v
+	case FieldRTTVar:
+		s.RTTVarUS = v
+	}
+	s.Fields |= f
+}
+
 // EventKind names an event the migration audit needs.
 type EventKind string
 
