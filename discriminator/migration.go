@@ -2,7 +2,7 @@ package discriminator
 
 import (
 	"fmt"
-	"net"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -254,24 +254,21 @@ func normalAddr(addr string) string {
 	if addr == "" {
 		return ""
 	}
-	h, port, err := net.SplitHostPort(addr)
+	h, port, err := splitHostPort(addr)
 	if err != nil {
 		h, port = addr, ""
 	}
-	if ip := net.ParseIP(h); ip != nil {
-		if v4 := ip.To4(); v4 != nil {
-			ip = v4
-		}
-		h = ip.String()
+	if ip, err := netip.ParseAddr(h); err == nil && ip.Zone() == "" {
+		h = ip.Unmap().String()
 	}
 	if port == "" {
 		return h
 	}
-	return net.JoinHostPort(h, port)
+	return joinHostPort(h, port)
 }
 
 func hostOf(addr string) string {
-	if h, _, err := net.SplitHostPort(addr); err == nil {
+	if h, _, err := splitHostPort(addr); err == nil {
 		return h
 	}
 	return addr

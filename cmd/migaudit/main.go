@@ -2,72 +2,52 @@
 // across connection migration (RFC 9000 §9.4, RFC 9002 §6.2.2), from source
 // and from live runs.
 //
-// This package holds flag wiring only: each command's work is a function in
-// its own package taking options and an io.Writer. Commands register
-// themselves from their own file with register, so adding one edits no
-// shared switch.
+// This executable is the lean front of the command line. It runs the trace
+// commands, analyze and parse, itself, and hands every other command line
+// (run, audit, validate, help, …) to migaudit-core, which holds the whole
+// command line with the source auditor's parsers, git, the JSON-schema
+// validator and the live harnesses. Those libraries' own initialisation
+// runs before main in every process that links them (the schema library
+// alone compiles five meta-schemas, 2.6 ms), so analyzing a small trace in
+// the whole binary cost more in start-up than in analysis
+// (docs/analyze-performance.md). Both executables are built from the same
+// checkout: `go build -o DIR/ ./cmd/...`; `go run ./cmd/migaudit …` works
+// too (see core).
 package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"strings"
 
-	"github.com/spf13/cobra"
+	"github.com/migaudit/migaudit/cmd/internal/cli"
+	"github.com/migaudit/migaudit/cmd/internal/tracecmd"
 )
 
-var constructors []func() *cobra.Command
-
-// register adds a top-level command; call it from an init function.
-func register(c func() *cobra.Command) { constructors = append(constructors, c) }
-
-func newRootCmd() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "migaudit",
-		Short: "Audit QUIC implementations' congestion/RTT reset on connection migration",
-		Long: `migaudit answers, for a QUIC implementation, with evidence from its source at a
-pinned commit and from live runs across a real IP migration:
-
-  Q1 (RFC 9000 §9.4, MUST)   does it reset its congestion controller and RTT estimator?
-  Q2 (RFC 9002 §6.2.2, MAY)  does it seed the new path's RTT from path validation?
-  Q3 (RFC 9000 §9.4, MUST)   does it keep old-path packets out of the new path's estimates?`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	for _, c := range constructors {
-		root.AddCommand(c())
-	}
-	return root
+// front lists the commands this executable runs itself.
+var front = map[string]func() *tracecmd.Command{
+	"analyze": tracecmd.Analyze,
+	"parse":   tracecmd.Parse,
 }
-
-// exitError lets a command choose its exit status (e.g. validate: 1 on FAIL)
-// while still printing one line.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
 func run(args []string) int {
-	root := newRootCmd()
-	root.SetArgs(args)
-	err := root.Execute()
-	if err == nil {
-		return 0
+	if len(args) > 0 {
+		if c, ok := front[args[0]]; ok {
+			err := c().Execute(args[1:], os.Stdout, os.Stderr)
+			if !errors.Is(err, tracecmd.ErrHelp) {
+				if err != nil {
+					cli.Fail(os.Stderr, err)
+				}
+				return cli.Code(err)
+			}
+			// Help, in the whole command line's format: the core's.
+		}
 	}
-	// One line, always: a user must see what failed and where.
-	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
-	fmt.Fprintf(os.Stderr, "migaudit: %s\n", msg)
-	var ee *exitError
-	if errors.As(err, &ee) && ee.code != 0 {
-		return ee.code
-	}
+	// execCore returns only on failure: the core replaces this process.
+	err := execCore(args)
+	cli.Fail(os.Stderr, err)
 	return 1
 }

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/migaudit/migaudit/discriminator"
 	"github.com/migaudit/migaudit/parsers"
 )
@@ -64,10 +62,9 @@ func analyzeAll(traces []string, o RunOptions) ([]discriminator.Analysis, error)
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, len(traces))
-	var bar *progressbar.ProgressBar
+	var bar *progress
 	if o.Progress != nil && len(traces) > 1 {
-		bar = progressbar.NewOptions(len(traces), progressbar.OptionSetWriter(o.Progress),
-			progressbar.OptionSetDescription("analyze"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+		bar = newProgress(o.Progress, len(traces))
 	}
 	as := make([]discriminator.Analysis, len(traces))
 	errs := make([]error, len(traces))
@@ -97,7 +94,7 @@ func analyzeAll(traces []string, o RunOptions) ([]discriminator.Analysis, error)
 					failedAt = min(failedAt, i)
 				}
 				if bar != nil {
-					_ = bar.Add(1)
+					bar.add()
 				}
 				mu.Unlock()
 			}
@@ -105,7 +102,7 @@ func analyzeAll(traces []string, o RunOptions) ([]discriminator.Analysis, error)
 	}
 	wg.Wait()
 	if bar != nil {
-		_ = bar.Finish()
+		bar.finish()
 	}
 	for _, err := range errs {
 		if err != nil {

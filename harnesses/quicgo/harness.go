@@ -62,7 +62,7 @@ func (h *Harness) Check(ctx context.Context) (run.Binaries, error) {
 	// process (a test binary, or an older build, may differ).
 	v, sum, err := exeQuicGoVersion(exe)
 	if err != nil {
-		return nil, fmt.Errorf("quic-go harness: %s: %w; rebuild with `go build ./cmd/migaudit`", exe, err)
+		return nil, fmt.Errorf("quic-go harness: %s: %w; rebuild with `go build -o DIR/ ./cmd/...`", exe, err)
 	}
 	if im.LiveVersion != "" && v != im.LiveVersion {
 		return nil, fmt.Errorf("quic-go harness: migaudit was built with quic-go %s, expected %s (data/implementations.json live_version); `GOFLAGS=-mod=mod go get github.com/quic-go/quic-go@%s` and rebuild", v, im.LiveVersion, im.LiveVersion)

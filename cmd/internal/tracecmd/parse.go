@@ -1,17 +1,21 @@
-package main
+package tracecmd
 
 import (
+	"flag"
+	"io"
 	"strings"
 
 	"github.com/migaudit/migaudit/parsers"
-	"github.com/spf13/cobra"
 )
 
-func init() { register(newParseCmd) }
-
-func newParseCmd() *cobra.Command {
+// Parse returns the parse command.
+func Parse() *Command {
 	var opt parsers.DumpOptions
-	c := &cobra.Command{
+	f := flag.NewFlagSet("parse", flag.ContinueOnError)
+	f.StringVar(&opt.Format, "format", "", "trace format (default: detect from content): "+strings.Join(parsers.Formats(), ", "))
+	f.BoolVar(&opt.JSON, "json", false, "print the summary as JSON")
+	f.BoolVar(&opt.All, "dump", false, "print every sample, event and warning as a JSON line")
+	return &Command{
 		Use:   "parse TRACE [TRACE…]",
 		Short: "Parse traces into the timeline model and summarise (or dump) what they yield",
 		Long: `parse reads each trace (qlog, msquic stdout log or timeline CSV; gzip is
@@ -25,13 +29,10 @@ Formats: ` + strings.Join(parsers.Formats(), ", "),
   migaudit parse study/traces/ngtcp2_server.sqlog.gz
   migaudit parse --json study/traces/*.gz
   migaudit parse --dump --format timeline-csv run1.csv | grep '"sample"'`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return parsers.Dump(cmd.OutOrStdout(), args, opt)
+		Flags:   f,
+		MinArgs: 1,
+		Run: func(stdout, _ io.Writer, args []string) error {
+			return parsers.Dump(stdout, args, opt)
 		},
 	}
-	c.Flags().StringVar(&opt.Format, "format", "", "trace format (default: detect from content): "+strings.Join(parsers.Formats(), ", "))
-	c.Flags().BoolVar(&opt.JSON, "json", false, "print the summary as JSON")
-	c.Flags().BoolVar(&opt.All, "dump", false, "print every sample, event and warning as a JSON line")
-	return c
 }

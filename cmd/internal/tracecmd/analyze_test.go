@@ -1,4 +1,4 @@
-package main
+package tracecmd
 
 import (
 	"bytes"
@@ -9,15 +9,12 @@ import (
 	"testing"
 )
 
-// runAnalyze runs the command tree with args and returns stdout and the error.
+// runAnalyze runs analyze with args as the front does and returns stdout
+// and the error.
 func runAnalyze(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := newRootCmd()
 	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs(append([]string{"analyze"}, args...))
-	err := root.Execute()
+	err := Analyze().Execute(args, &out, &bytes.Buffer{})
 	return out.String(), err
 }
 
@@ -90,8 +87,9 @@ func TestAnalyzeJSONIsArrayPerTrace(t *testing.T) {
 	}
 }
 
-func TestAnalyzeExitCode(t *testing.T) {
-	if code := run([]string{"analyze", "--impl", "quic-go", filepath.Join(t.TempDir(), "none.sqlog")}); code == 0 {
-		t.Error("analyze of an absent file exited 0")
+func TestAnalyzeAbsentFile(t *testing.T) {
+	_, err := runAnalyze(t, "--impl", "quic-go", filepath.Join(t.TempDir(), "none.sqlog"))
+	if err == nil || !strings.Contains(err.Error(), "none.sqlog") {
+		t.Errorf("analyze of an absent file: err = %v, want one naming the file", err)
 	}
 }

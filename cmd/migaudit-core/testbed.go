@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/migaudit/migaudit/cmd/internal/cli"
+
 	"context"
 	"fmt"
 	"os"
@@ -186,7 +188,7 @@ gate exits 2 naming the gate and the numbers. Every tolerance is a veto here (st
 			if ctx.Err() != nil {
 				return fmt.Errorf("calibrate interrupted after %v: %w", time.Since(start).Round(time.Second), err)
 			}
-			return &exitError{code: 2, err: err}
+			return &cli.ExitError{Code: 2, Err: err}
 		}
 		return nil
 	}

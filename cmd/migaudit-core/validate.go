@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/migaudit/migaudit/cmd/internal/cli"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,10 +45,10 @@ Pins are compared with data/implementations.json (embedded; --pins for another f
 				return err
 			}
 			if sum.Failed > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("validate: %s", sum)}
+				return &cli.ExitError{Code: 1, Err: fmt.Errorf("validate: %s", sum)}
 			}
 			if sum.Unverifiable > 0 && !allowUnverifiable {
-				return &exitError{code: 1, err: fmt.Errorf("validate: %s: an unverifiable claim is not a verified one (give the missing sources, or --allow-unverifiable to accept)", sum)}
+				return &cli.ExitError{Code: 1, Err: fmt.Errorf("validate: %s: an unverifiable claim is not a verified one (give the missing sources, or --allow-unverifiable to accept)", sum)}
 			}
 			return nil
 		},

@@ -1,29 +1,48 @@
-package main
+// Package tracecmd holds the commands that read traces, analyze and parse.
+// Both of migaudit's executables run them: the lean front (cmd/migaudit),
+// which must start in a fraction of the whole command line's time, and the
+// whole command line (cmd/migaudit-core), which wraps them in cobra.
+//
+// Their flags are defined on the standard library's flag package, not on
+// pflag: pflag imports net, and net links the C resolver (cgo), which makes
+// the executable dynamically linked, 1.5 ms more start-up on every run
+// (docs/analyze-performance.md). cobra takes the same flags through
+// pflag's AddGoFlagSet.
+package tracecmd
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/migaudit/migaudit/discriminator"
 	"github.com/migaudit/migaudit/discriminator/render"
 	"github.com/migaudit/migaudit/parsers"
 )
 
-func init() { register(newAnalyzeCmd) }
-
-func newAnalyzeCmd() *cobra.Command {
+// Analyze returns the analyze command.
+func Analyze() *Command {
 	var (
 		o           render.RunOptions
-		migrationAt time.Duration
-		params      []string
+		migrationAt = &durationValue{}
+		params      stringArrayValue
 	)
-	cmd := &cobra.Command{
+	f := flag.NewFlagSet("analyze", flag.ContinueOnError)
+	f.StringVar(&o.Analysis.Impl, "impl", "", "implementation that produced the traces (its constants come from data/); default: the one the trace names")
+	f.StringVar(&o.Format, "format", "table", "output: "+strings.Join(render.Formats(), ", "))
+	f.StringVar(&o.Parse.Format, "trace-format", "", "trace format (default: detected): "+strings.Join(parsers.Formats(), ", "))
+	f.Var(migrationAt, "migration-at", "migration instant for timelines without path events, from the trace's reference (e.g. 5.53s)")
+	f.Var(&params, "param", "override a constant formula parameter, NAME=VALUE (e.g. S=1452); repeatable")
+	f.DurationVar(&o.Analysis.Before, "before", discriminator.DefaultBefore, "scope start before path validation")
+	f.DurationVar(&o.Analysis.After, "after", discriminator.DefaultAfter, "scope end after path validation")
+	f.DurationVar(&o.Analysis.NewPathRTT, "new-path-rtt", 0, "new path's RTT when known (default: the path-validation round trip)")
+	f.IntVar(&o.Workers, "jobs", 0, "traces analyzed in parallel, one per worker (default: one per CPU); the output order is the arguments' order")
+	f.DurationVar(&o.Analysis.OldPathRTT, "old-path-rtt", 0, "old path's RTT when known (default: the last smoothed RTT before migration)")
+	return &Command{
 		Use:   "analyze [--impl NAME] TRACE [TRACE...]",
 		Short: "Classify every congestion-window decrease around a migration and attribute the RTT",
 		Long: `analyze reads traces (qlog of picoquic, ngtcp2, quic-go or quiche; msquic's trace log;
@@ -45,11 +64,12 @@ otherwise the answer is "no migration found".`,
   migaudit analyze --impl quic-go study/traces/quicgo_server.sqlog.gz
   migaudit analyze --impl msquic --migration-at 5.53s --format json study/timelines/msquic/rep1_server.csv
   migaudit analyze --impl ngtcp2 --param S=1452 --new-path-rtt 40ms --format markdown trace.sqlog`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Flags:   f,
+		MinArgs: 1,
+		Run: func(stdout, stderr io.Writer, args []string) error {
 			o.Traces = args
-			if cmd.Flags().Changed("migration-at") {
-				o.Analysis.MigrationAt = &migrationAt
+			if migrationAt.set {
+				o.Analysis.MigrationAt = &migrationAt.d
 			}
 			if o.Parse.Format != "" && !analyzeHas(parsers.Formats(), o.Parse.Format) {
 				return fmt.Errorf("--trace-format %q: use one of %s", o.Parse.Format, strings.Join(parsers.Formats(), ", "))
@@ -60,7 +80,7 @@ otherwise the answer is "no migration found".`,
 			}
 			o.Analysis.Params = p
 			if isTerminal(os.Stderr) {
-				o.Progress = cmd.ErrOrStderr()
+				o.Progress = stderr
 			}
 			// No memory profile is ever taken. The heap goal stays
 			// Go's default (GOGC=100): analyze keeps little (a few
@@ -69,21 +89,9 @@ otherwise the answer is "no migration found".`,
 			// three times the collections, 9-12 % of the wall time, for
 			// no measurable RSS (docs/analyze-performance.md).
 			runtime.MemProfileRate = 0
-			return render.Run(cmd.OutOrStdout(), o)
+			return render.Run(stdout, o)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.Analysis.Impl, "impl", "", "implementation that produced the traces (its constants come from data/); default: the one the trace names")
-	f.StringVar(&o.Format, "format", "table", "output: "+strings.Join(render.Formats(), ", "))
-	f.StringVar(&o.Parse.Format, "trace-format", "", "trace format (default: detected): "+strings.Join(parsers.Formats(), ", "))
-	f.DurationVar(&migrationAt, "migration-at", 0, "migration instant for timelines without path events, from the trace's reference (e.g. 5.53s)")
-	f.StringArrayVar(&params, "param", nil, "override a constant formula parameter, NAME=VALUE (e.g. S=1452); repeatable")
-	f.DurationVar(&o.Analysis.Before, "before", discriminator.DefaultBefore, "scope start before path validation")
-	f.DurationVar(&o.Analysis.After, "after", discriminator.DefaultAfter, "scope end after path validation")
-	f.DurationVar(&o.Analysis.NewPathRTT, "new-path-rtt", 0, "new path's RTT when known (default: the path-validation round trip)")
-	f.IntVar(&o.Workers, "jobs", 0, "traces analyzed in parallel, one per worker (default: one per CPU); the output order is the arguments' order")
-	f.DurationVar(&o.Analysis.OldPathRTT, "old-path-rtt", 0, "old path's RTT when known (default: the last smoothed RTT before migration)")
-	return cmd
 }
 
 func parseAnalyzeParams(in []string) (map[string]float64, error) {
