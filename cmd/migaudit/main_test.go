@@ -182,14 +182,7 @@ func TestDelegation(t *testing.T) {
 			cmd.Env = append(os.Environ(), "MIGAUDIT_CORE="+tc.env)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			code := exitCode(t, cmd.Run())
 			if code != tc.code {
 				t.Errorf("exit %d, want %d; stderr %q", code, tc.code, stderr.String())
 			}
@@ -240,11 +233,7 @@ func TestGoRunDelegates(t *testing.T) {
 		cmd.Dir = "../.."
 		cmd.Env = append(os.Environ(), "MIGAUDIT_CORE=", "XDG_CACHE_HOME="+cache, "GOCACHE="+strings.TrimSpace(string(gocache)))
 		out, err := cmd.CombinedOutput()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		}
+		code := exitCode(t, err)
 		if code != tc.code || !strings.HasPrefix(string(out), tc.out) || tc.code != 0 && string(out) != tc.out {
 			t.Errorf("go run ./cmd/migaudit %v: exit %d, output %q; want %d, %q", tc.args, code, out, tc.code, tc.out)
 		}
@@ -252,4 +241,18 @@ func TestGoRunDelegates(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cache, "migaudit", "go-run", coreName)); err != nil {
 		t.Errorf("the core was not built into the user cache: %v", err)
 	}
+}
+
+// exitCode is the status of a finished command; an error that is not an
+// exit status (the command could not start) fails the test.
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0
 }
