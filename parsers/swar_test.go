@@ -82,3 +82,38 @@ func FuzzSmallInt(f *testing.F) {
 		}
 	})
 }
+
+// TestLanesEqKVOdd: for every byte value in every lane, next to every kind
+// of neighbour, lanesEq marks exactly the lanes equal to its byte and kvOdd
+// exactly the lanes kvList.parse's word loop cannot take (below '!' or
+// above 0x7f, spaces excepted).
+func TestLanesEqKVOdd(t *testing.T) {
+	for _, f := range []byte{'a', ' ', '=', 0x80, 0xff, 0x00, 0x20 ^ 0x80, '=' ^ 0x80, '!', 0x7f, '\t'} {
+		for lane := 0; lane < 8; lane++ {
+			for c := 0; c < 256; c++ {
+				var w [8]byte
+				for k := range w {
+					w[k] = f
+				}
+				w[lane] = byte(c)
+				x := binary.LittleEndian.Uint64(w[:])
+				sp := lanesEq(x, ' ')
+				eq := lanesEq(x, '=')
+				odd := kvOdd(x, sp)
+				for k := range w {
+					lane := func(m uint64) bool { return m>>(8*k+7)&1 == 1 }
+					if lane(sp) != (w[k] == ' ') || lane(eq) != (w[k] == '=') {
+						t.Fatalf("lanesEq(%q): lane %d: space %v, '=' %v", w, k, lane(sp), lane(eq))
+					}
+					wantOdd := w[k] != ' ' && (w[k] < 0x21 || w[k] > 0x7f)
+					if lane(odd) != wantOdd {
+						t.Fatalf("kvOdd(%q): lane %d marked %v, want %v", w, k, lane(odd), wantOdd)
+					}
+				}
+				if sp&^lanesHi != 0 || eq&^lanesHi != 0 || odd&^lanesHi != 0 {
+					t.Fatalf("%q: a mask has bits outside the lanes' high bits", w)
+				}
+			}
+		}
+	}
+}
