@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/tidwall/gjson"
 )
 
 //go:embed implementations.json
@@ -122,7 +124,45 @@ func find(name string) (*Implementation, error) {
 	for i := range impls {
 		names[i] = impls[i].Name
 	}
-	return nil, fmt.Errorf("unknown implementation %q (known: %s)", name, strings.Join(names, ", "))
+	return nil, unknownImpl(name, names)
+}
+
+func unknownImpl(name string, sorted []string) error {
+	return fmt.Errorf("unknown implementation %q (known: %s)", name, strings.Join(sorted, ", "))
+}
+
+// pinNames are the pins' names, sorted, read without decoding the pins:
+// gjson finds them without reflection, in a fraction of encoding/json's
+// time, which for a short trace is a noticeable part of analyze's run.
+// TestCanonicalName holds them to the decoded pins.
+var pinNames = sync.OnceValue(func() []string {
+	var names []string
+	for _, n := range gjson.GetBytes(implementationsJSON, "implementations.#.name").Array() {
+		names = append(names, n.String())
+	}
+	sort.Strings(names)
+	return names
+})
+
+// CanonicalName is Lookup(name).Name, or Lookup's error, without decoding
+// the pins.
+func CanonicalName(name string) (string, error) {
+	names := pinNames()
+	if len(names) == 0 {
+		// Not a list of pins gjson can read: Lookup says why.
+		im, err := find(name)
+		if err != nil {
+			return "", err
+		}
+		return im.Name, nil
+	}
+	want := normalise(name)
+	for _, n := range names {
+		if normalise(n) == want {
+			return n, nil
+		}
+	}
+	return "", unknownImpl(name, names)
 }
 
 // clone is a deep copy of im: no slice, map or pointer shared with im.
@@ -357,26 +397,30 @@ type auditedEntry struct {
 // returned bool is true when the constants come from an audit. The result is
 // the caller's own; each file is decoded once per process.
 func ConstantsFor(name string) (Constants, bool, error) {
-	im, err := find(name)
+	canon, err := CanonicalName(name)
 	if err != nil {
 		return Constants{}, false, err
 	}
-	v, _ := auditedConstants.LoadOrStore(im.Name, &auditedEntry{})
+	v, _ := auditedConstants.LoadOrStore(canon, &auditedEntry{})
 	e := v.(*auditedEntry)
 	e.once.Do(func() {
-		b, err := constantsFS.ReadFile("constants/" + im.Name + ".json")
+		b, err := constantsFS.ReadFile("constants/" + canon + ".json")
 		if err != nil {
 			return
 		}
 		e.found = true
 		if err := json.Unmarshal(b, &e.c); err != nil {
-			e.err = fmt.Errorf("data/constants/%s.json: %w", im.Name, err)
+			e.err = fmt.Errorf("data/constants/%s.json: %w", canon, err)
 		}
 	})
 	switch {
 	case e.err != nil:
 		return Constants{}, false, e.err
 	case !e.found:
+		im, err := find(canon)
+		if err != nil {
+			return Constants{}, false, err
+		}
 		return im.Constants.clone(), false, nil
 	}
 	return e.c.clone(), true, nil

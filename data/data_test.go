@@ -233,3 +233,36 @@ func TestEvalConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestCanonicalName: the names read without decoding the pins answer as
+// Lookup does, for every pin under several spellings and for unknown names.
+func TestCanonicalName(t *testing.T) {
+	impls, err := Implementations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, im := range impls {
+		names = append(names, im.Name)
+	}
+	if got := pinNames(); !reflect.DeepEqual(got, names) {
+		t.Fatalf("pinNames() = %q, decoded pins %q", got, names)
+	}
+	var asked []string
+	for _, n := range names {
+		asked = append(asked, n, strings.ToUpper(n), strings.ReplaceAll(n, "-", ""))
+	}
+	asked = append(asked, "", "nope", "quic go", "-")
+	for _, n := range asked {
+		im, lerr := Lookup(n)
+		got, cerr := CanonicalName(n)
+		switch {
+		case lerr != nil || cerr != nil:
+			if lerr == nil || cerr == nil || lerr.Error() != cerr.Error() {
+				t.Errorf("CanonicalName(%q) error %v, Lookup's %v", n, cerr, lerr)
+			}
+		case got != im.Name:
+			t.Errorf("CanonicalName(%q) = %q, Lookup %q", n, got, im.Name)
+		}
+	}
+}
