@@ -192,8 +192,10 @@ func (st *streamer) evict(t int64) {
 		st.evictedMaxT, st.evicted = max(st.evictedMaxT, x.s.TimeUS), true
 		st.head++
 	}
-	// Slide once half the array is spent, so it does not grow forever.
-	if st.head > 1024 && st.head*2 > len(st.ring) {
+	// Slide once half the array is spent, so it does not grow forever (each
+	// slide moves fewer samples than were spent since the last). Early, so
+	// that the array stays about twice the horizon's samples.
+	if st.head > 32 && st.head*2 > len(st.ring) {
 		st.ring = st.ring[:copy(st.ring, st.ring[st.head:])]
 		st.head = 0
 	}
@@ -218,14 +220,30 @@ func (st *streamer) commit(m Migration) {
 		}
 	}
 	sort.Slice(pre, func(i, j int) bool { return pre[i].seq < pre[j].seq })
+	ring := st.ring[st.head:]
+	st.scope = make([]timeline.Sample, 0, len(pre)+scopeSamples(ring, st.to-st.from))
 	for _, x := range pre {
 		st.scope = append(st.scope, x.s)
 	}
-	ring := st.ring[st.head:]
 	st.ring, st.preCwnd = nil, nil
 	for _, x := range ring {
 		st.afterCommit(x.s)
 	}
+}
+
+// scopeSamples guesses how many samples a scope of spanUS holds from the
+// rate of those in ring (a capacity, so that the scope's array is allocated
+// about once rather than grown by doubling; at most 1<<16).
+func scopeSamples(ring []seqSample, spanUS int64) int {
+	if len(ring) < 2 || spanUS <= 0 {
+		return 16
+	}
+	dt := ring[len(ring)-1].s.TimeUS - ring[0].s.TimeUS
+	if dt <= 0 {
+		return 16
+	}
+	n := float64(len(ring)) * float64(spanUS) / float64(dt)
+	return int(min(n*1.1+16, 1<<16))
 }
 
 // finishScope classifies the scope and starts the RTT attribution.
