@@ -122,6 +122,14 @@ func (m *msquicParser) harnessLine(line []byte) error {
 	m.t = t
 	msgB := bytes.TrimSpace(rest[sp:])
 	verb, args, _ := bytes.Cut(msgB, []byte(" "))
+	if string(verb) == "STATS" {
+		// Most lines: their STATS values straight from the split, no
+		// pairs kept (what parse and statsValues read, when it can).
+		var v msquicStatValues
+		if m.kv.split(args, &v) {
+			return m.statsFrom(&v)
+		}
+	}
 	var ascii bool
 	if m.kv, ascii = m.kv.parse(args); !ascii || !asciiOnly(verb) {
 		// strings.Fields splits on Unicode blanks: keep its exact reading.
@@ -149,18 +157,31 @@ type kvPair struct{ ks, ke, vs, ve int32 }
 // reading (strings.Fields splits on Unicode blanks too) and must not be used.
 //
 // A line of plain ASCII with blanks that are spaces, as the harness writes
-// them, is split eight bytes at a time: one word says where its spaces and
-// '=' are (kvStops) and whether any byte is another blank, a control byte or
-// >= 0x80 (kvOdd); the first such word sends the whole line to the byte loop
-// (parseBytes), which reads every ASCII blank as strings.Fields does.
+// them, is split eight bytes at a time (split): one word says where its
+// spaces and '=' are (lanesEq) and whether any byte is another blank, a
+// control byte or >= 0x80 (kvOdd); the first such word sends the whole line
+// to the byte loop (parseBytes), which reads every ASCII blank as
+// strings.Fields does.
 func (l kvList) parse(s []byte) (out kvList, ascii bool) {
 	l.src, l.pairs = s, l.pairs[:0]
+	if !l.split(s, nil) {
+		return l.parseBytes(s)
+	}
+	return l, true
+}
+
+// split is parse's word at a time loop. With sv nil it appends the pairs
+// to l.pairs; otherwise it keeps none and fills sv with the values of the
+// msquicStatKeys instead, as statsValues would from the pairs. It returns
+// false, having read nothing reliable, at the first blank other than a
+// space, control byte or byte >= 0x80.
+func (l *kvList) split(s []byte, sv *msquicStatValues) bool {
 	start, eq, i := 0, -1, 0
 	for ; i+8 <= len(s); i += 8 {
 		w := binary.LittleEndian.Uint64(s[i:])
 		sp := lanesEq(w, ' ')
 		if kvOdd(w, sp) != 0 {
-			return l.parseBytes(s)
+			return false
 		}
 		eqs := lanesEq(w, '=')
 		for ; sp != 0; sp &= sp - 1 {
@@ -171,7 +192,7 @@ func (l kvList) parse(s []byte) (out kvList, ascii bool) {
 			eqs &^= upTo
 			j := i + bits.TrailingZeros64(sp)>>3
 			if eq >= 0 {
-				l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(j)})
+				l.pair(s, start, eq, j, sv)
 			}
 			start, eq = j+1, -1
 		}
@@ -187,17 +208,28 @@ func (l kvList) parse(s []byte) (out kvList, ascii bool) {
 			}
 		case c == ' ':
 			if eq >= 0 {
-				l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(i)})
+				l.pair(s, start, eq, i, sv)
 			}
 			start, eq = i+1, -1
 		case c < 0x21 || c >= 0x80:
-			return l.parseBytes(s)
+			return false
 		}
 	}
 	if eq >= 0 {
-		l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(len(s))})
+		l.pair(s, start, eq, len(s), sv)
 	}
-	return l, true
+	return true
+}
+
+// pair records the field s[ks:ve] whose first '=' is at eq.
+func (l *kvList) pair(s []byte, ks, eq, ve int, sv *msquicStatValues) {
+	if sv == nil {
+		l.pairs = append(l.pairs, kvPair{int32(ks), int32(eq), int32(eq + 1), int32(ve)})
+		return
+	}
+	if k := msquicStatKey(bstr(s[ks:eq])); k >= 0 {
+		sv.val[k], sv.has[k] = bstr(s[eq+1:ve]), true
+	}
 }
 
 // lanesEq has the high bit set in exactly the lanes of x that are c (each
@@ -380,6 +412,12 @@ func (m *msquicParser) stats(kv kvGetter) error {
 			v.val[i], v.has[i] = kv.get(key)
 		}
 	}
+	return m.statsFrom(&v)
+}
+
+// statsFrom turns a STATS line's values into a sample (and a send_mtu
+// change into a parameters event). The values are views of the line.
+func (m *msquicParser) statsFrom(v *msquicStatValues) error {
 	s := m.last
 	s.TimeUS = m.t
 	s.Fields = 0

@@ -1,7 +1,9 @@
 package parsers
 
 import (
+	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -76,8 +78,19 @@ func checkKV(t *testing.T, s string) {
 			t.Fatalf("%q: get(%q) = %q %v, keyValues %q %v", s, k, gv, gok, wv, wok)
 		}
 	}
-	var v msquicStatValues
+	var v, sv msquicStatValues
 	l.statsValues(&v)
+	var scratch kvList
+	if scratch.split([]byte(s), &sv) {
+		if sv != v {
+			t.Fatalf("%q: split's STATS values %q %v, statsValues %q %v", s, sv.val, sv.has, v.val, v.has)
+		}
+		if len(scratch.pairs) != 0 {
+			t.Fatalf("%q: split with STATS values kept pairs", s)
+		}
+	} else if plain := strings.IndexFunc(s, func(r rune) bool { return r != ' ' && (r < 0x21 || r > 0x7f) }) < 0; plain {
+		t.Fatalf("%q: split refused a line of plain ASCII and spaces", s)
+	}
 	for i := range v.val {
 		key := "send_mtu"
 		if i < msquicSendMTU {
@@ -127,6 +140,31 @@ func TestMsquicStatKey(t *testing.T) {
 	for _, k := range []string{"", "max_rtt_us", "cc_events", "cwn", "cwnd ", "send_total_bytes", "remote"} {
 		if got := msquicStatKey(k); got != -1 {
 			t.Errorf("msquicStatKey(%q) = %d, want -1", k, got)
+		}
+	}
+}
+
+// BenchmarkKVList splits the reference msquic trace's harness arguments
+// (about 4,800 lines) and reads the STATS keys of each.
+func BenchmarkKVList(b *testing.B) {
+	raw := gunzipFile(b, shared(b, "traces", "msquic_server.log.gz"))
+	var args [][]byte
+	n := 0
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		if _, rest, ok := bytes.Cut(line, []byte(" STATS ")); ok {
+			args = append(args, rest)
+			n += len(rest)
+		}
+	}
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var l kvList
+	var v msquicStatValues
+	for i := 0; i < b.N; i++ {
+		for _, a := range args {
+			l, _ = l.parse(a)
+			l.statsValues(&v)
 		}
 	}
 }
