@@ -157,9 +157,9 @@ type kvPair struct{ ks, ke, vs, ve int32 }
 // reading (strings.Fields splits on Unicode blanks too) and must not be used.
 //
 // A line of plain ASCII with blanks that are spaces, as the harness writes
-// them, is split eight bytes at a time (split): one word says where its
-// spaces and '=' are (lanesEq) and whether any byte is another blank, a
-// control byte or >= 0x80 (kvOdd); the first such word sends the whole line
+// them, is split eight bytes at a time (split): one word says whether any
+// byte is another blank, a control byte or >= 0x80 (kvOdd) and where its
+// spaces and '=' are (plainEq); the first such word sends the whole line
 // to the byte loop (parseBytes), which reads every ASCII blank as
 // strings.Fields does.
 func (l kvList) parse(s []byte) (out kvList, ascii bool) {
@@ -179,11 +179,10 @@ func (l *kvList) split(s []byte, sv *msquicStatValues) bool {
 	start, eq, i := 0, -1, 0
 	for ; i+8 <= len(s); i += 8 {
 		w := binary.LittleEndian.Uint64(s[i:])
-		sp := lanesEq(w, ' ')
-		if kvOdd(w, sp) != 0 {
+		if kvOdd(w) != 0 {
 			return false
 		}
-		eqs := lanesEq(w, '=')
+		sp, eqs := plainEq(w, ' '), plainEq(w, '=')
 		for ; sp != 0; sp &= sp - 1 {
 			upTo := sp ^ (sp - 1) // the lanes up to this space
 			if e := eqs & upTo; eq < 0 && e != 0 {
@@ -232,19 +231,21 @@ func (l *kvList) pair(s []byte, ks, eq, ve int, sv *msquicStatValues) {
 	}
 }
 
-// lanesEq has the high bit set in exactly the lanes of x that are c (each
-// lane computed on its own: no carry crosses lanes).
-func lanesEq(x uint64, c byte) uint64 {
-	y := x ^ (lanes1 * uint64(c))
-	return ^((y&(lanes1*0x7f) + lanes1*0x7f) | y) & lanesHi
+// kvOdd is not zero when a byte of x is below 0x20 (a control byte: a
+// blank other than a space, or not a blank at all) or above 0x7f: a word
+// split does not take. Zero means every byte is in 0x20-0x7f.
+func kvOdd(x uint64) uint64 {
+	// x+0x60 in a lane below 0x80 has its high bit set exactly when the
+	// lane is >= 0x20, and carries into no other lane. A lane >= 0x80 may
+	// carry, but its own high bit makes the result non-zero anyway.
+	return (x | ^(x + lanes1*0x60)) & lanesHi
 }
 
-// kvOdd has the high bit set in exactly the lanes of x that are below 0x21
-// or above 0x7f, spaces (the lanes sp marks) excepted: the bytes the word
-// at a time split does not handle.
-func kvOdd(x, sp uint64) uint64 {
-	ge21 := x&(lanes1*0x7f) + lanes1*(0x80-0x21) // high bit: low 7 bits >= '!'
-	return (x | ^ge21) & lanesHi &^ sp
+// plainEq has the high bit set in exactly the lanes of x that are c, for
+// c and every byte of x in 0x00-0x7f (kvOdd(x) == 0): y+0x7f, y below 0x80,
+// carries into no other lane and has its high bit set exactly when y != 0.
+func plainEq(x uint64, c byte) uint64 {
+	return ^(x ^ lanes1*uint64(c) + lanes1*0x7f) & lanesHi
 }
 
 // parseBytes is parse byte by byte, for lines with other blanks than
