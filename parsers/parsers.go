@@ -155,7 +155,14 @@ var newGunzip = func(r io.Reader) (io.Reader, error) {
 // Parse reads one trace from r and streams it into h. name is used in error
 // messages only. Gzip is decompressed transparently.
 func Parse(name string, r io.Reader, opt Options, h timeline.Handler) error {
-	raw := bufio.NewReaderSize(r, 64<<10)
+	small := smallFile(r)
+	rawSize := 64 << 10
+	if small {
+		// Read 16 KiB at a time: each page of a buffer costs a page fault
+		// the first time, which a short trace notices.
+		rawSize = 16 << 10
+	}
+	raw := bufio.NewReaderSize(r, rawSize)
 	var src io.Reader = raw
 	gz := false
 	if magic, _ := raw.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -166,7 +173,7 @@ func Parse(name string, r io.Reader, opt Options, h timeline.Handler) error {
 			}
 			return fmt.Errorf("parse %s: gzip header: %w", name, err)
 		}
-		if smallFile(r) {
+		if small {
 			// Decompressed as it is read: for a small file the goroutine,
 			// its thread and its chunks cost more than the overlap saves.
 			src = &gzipReader{z: z}
