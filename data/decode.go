@@ -52,10 +52,12 @@ func members(v gjson.Result, keys []string, fn func(k int, v gjson.Result) bool)
 	var seen uint64
 	v.ForEach(func(key, val gjson.Result) bool {
 		k := -1
-		for i, name := range keys {
-			if key.Raw == `"`+name+`"` {
-				k = i
-				break
+		if r := key.Raw; len(r) >= 2 {
+			for i, name := range keys {
+				if r[1:len(r)-1] == name && r[0] == '"' && r[len(r)-1] == '"' {
+					k = i
+					break
+				}
 			}
 		}
 		if k < 0 || seen&(1<<k) != 0 || !fn(k, val) {
