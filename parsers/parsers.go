@@ -209,8 +209,9 @@ func Parse(name string, r io.Reader, opt Options, h timeline.Handler) error {
 // processes (docs/analyze-performance.md): msquic's 53 KB trace takes 11 %
 // less wall time and 14 % less CPU time without the read-ahead (no thread to
 // start, no 512 KiB of chunks to fault in); 150 and 360 KB prefixes of
-// quic-go's trace take the same either way; ngtcp2's 810 KB trace takes
-// 20 % more wall time without it.
+// quic-go's trace take the same either way, and a 4.1 MB msquic-style log
+// (213 KB compressed) the same wall time for 18 % less CPU time; ngtcp2's
+// 810 KB trace takes 20 % more wall time without it.
 const smallGzip = 256 << 10
 
 // smallFile reports whether r is a regular file of at most smallGzip bytes.
