@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tidwall/gjson"
 )
@@ -238,8 +239,15 @@ func (f Formula) Eval(override map[string]float64) (float64, string, error) {
 }
 
 // parsedExprs memoises parseExpr: string → parsedExpr. eval only reads a
-// tree, so one tree serves every caller, concurrent ones included.
-var parsedExprs sync.Map
+// tree, so one tree serves every caller, concurrent ones included. The
+// audit evaluates expressions it finds in source, so the memo stops
+// growing at maxParsedExprs; later ones are parsed at each call.
+var (
+	parsedExprs  sync.Map
+	nParsedExprs atomic.Int64
+)
+
+const maxParsedExprs = 4096
 
 type parsedExpr struct {
 	e   ast.Expr
@@ -252,7 +260,9 @@ func parseExpr(s string) (ast.Expr, error) {
 		return p.(parsedExpr).e, p.(parsedExpr).err
 	}
 	e, err := parser.ParseExpr(s)
-	parsedExprs.Store(s, parsedExpr{e, err})
+	if nParsedExprs.Add(1) <= maxParsedExprs {
+		parsedExprs.Store(s, parsedExpr{e, err})
+	}
 	return e, err
 }
 
