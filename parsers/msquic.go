@@ -191,7 +191,11 @@ func (l *kvList) split(s []byte, sv *msquicStatValues) bool {
 			eqs &^= upTo
 			j := i + bits.TrailingZeros64(sp)>>3
 			if eq >= 0 {
-				l.pair(s, start, eq, j, sv)
+				if sv != nil {
+					sv.set(s, start, eq, j)
+				} else {
+					l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(j)})
+				}
 			}
 			start, eq = j+1, -1
 		}
@@ -207,7 +211,11 @@ func (l *kvList) split(s []byte, sv *msquicStatValues) bool {
 			}
 		case c == ' ':
 			if eq >= 0 {
-				l.pair(s, start, eq, i, sv)
+				if sv != nil {
+					sv.set(s, start, eq, i)
+				} else {
+					l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(i)})
+				}
 			}
 			start, eq = i+1, -1
 		case c < 0x21 || c >= 0x80:
@@ -215,19 +223,20 @@ func (l *kvList) split(s []byte, sv *msquicStatValues) bool {
 		}
 	}
 	if eq >= 0 {
-		l.pair(s, start, eq, len(s), sv)
+		if sv != nil {
+			sv.set(s, start, eq, len(s))
+		} else {
+			l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(len(s))})
+		}
 	}
 	return true
 }
 
-// pair records the field s[ks:ve] whose first '=' is at eq.
-func (l *kvList) pair(s []byte, ks, eq, ve int, sv *msquicStatValues) {
-	if sv == nil {
-		l.pairs = append(l.pairs, kvPair{int32(ks), int32(eq), int32(eq + 1), int32(ve)})
-		return
-	}
+// set records the field s[ks:ve], whose first '=' is at eq, if its key is
+// one of the msquicStatKeys.
+func (v *msquicStatValues) set(s []byte, ks, eq, ve int) {
 	if k := msquicStatKey(bstr(s[ks:eq])); k >= 0 {
-		sv.val[k], sv.has[k] = bstr(s[eq+1:ve]), true
+		v.val[k], v.has[k] = bstr(s[eq+1:ve]), true
 	}
 }
 
