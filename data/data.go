@@ -5,7 +5,6 @@ package data
 
 import (
 	"embed"
-	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -14,6 +13,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tidwall/gjson"
 )
 
 //go:embed implementations.json
@@ -70,32 +73,141 @@ type file struct {
 	Implementations []Implementation `json:"implementations"`
 }
 
-// Implementations returns the embedded pins, sorted by name.
-func Implementations() ([]Implementation, error) {
+// loadImplementations decodes the embedded pins once per process: every
+// caller gets copies (clone), so the decoded slice is never written.
+var loadImplementations = sync.OnceValues(func() ([]Implementation, error) {
 	var f file
-	if err := json.Unmarshal(implementationsJSON, &f); err != nil {
+	if err := decodeFile(implementationsJSON, &f); err != nil {
 		return nil, fmt.Errorf("data/implementations.json: %w", err)
 	}
 	sort.Slice(f.Implementations, func(i, j int) bool { return f.Implementations[i].Name < f.Implementations[j].Name })
 	return f.Implementations, nil
+})
+
+// Implementations returns the embedded pins, sorted by name. The result is
+// the caller's own: changing it changes nothing another caller sees.
+func Implementations() ([]Implementation, error) {
+	impls, err := loadImplementations()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Implementation, len(impls))
+	for i := range impls {
+		out[i] = impls[i].clone()
+	}
+	return out, nil
 }
 
 // Lookup returns the implementation named name (case-insensitive; "quicgo" and
-// "quic-go" are the same).
+// "quic-go" are the same). The result is the caller's own.
 func Lookup(name string) (Implementation, error) {
-	impls, err := Implementations()
+	im, err := find(name)
 	if err != nil {
 		return Implementation{}, err
 	}
-	want := normalise(name)
-	var names []string
-	for _, im := range impls {
-		if normalise(im.Name) == want {
-			return im, nil
-		}
-		names = append(names, im.Name)
+	return im.clone(), nil
+}
+
+// find is Lookup's shared, read-only pin.
+func find(name string) (*Implementation, error) {
+	impls, err := loadImplementations()
+	if err != nil {
+		return nil, err
 	}
-	return Implementation{}, fmt.Errorf("unknown implementation %q (known: %s)", name, strings.Join(names, ", "))
+	want := normalise(name)
+	for i := range impls {
+		if normalise(impls[i].Name) == want {
+			return &impls[i], nil
+		}
+	}
+	names := make([]string, len(impls))
+	for i := range impls {
+		names[i] = impls[i].Name
+	}
+	return nil, unknownImpl(name, names)
+}
+
+func unknownImpl(name string, sorted []string) error {
+	return fmt.Errorf("unknown implementation %q (known: %s)", name, strings.Join(sorted, ", "))
+}
+
+// pinNames are the pins' names, sorted, read without decoding the pins:
+// gjson finds them without reflection, in a fraction of encoding/json's
+// time, which for a short trace is a noticeable part of analyze's run.
+// TestCanonicalName holds them to the decoded pins.
+var pinNames = sync.OnceValue(func() []string {
+	var names []string
+	for _, n := range gjson.GetBytes(implementationsJSON, "implementations.#.name").Array() {
+		names = append(names, n.String())
+	}
+	sort.Strings(names)
+	return names
+})
+
+// CanonicalName is Lookup(name).Name, or Lookup's error, without decoding
+// the pins.
+func CanonicalName(name string) (string, error) {
+	names := pinNames()
+	if len(names) == 0 {
+		// Not a list of pins gjson can read: Lookup says why.
+		im, err := find(name)
+		if err != nil {
+			return "", err
+		}
+		return im.Name, nil
+	}
+	want := normalise(name)
+	for _, n := range names {
+		if normalise(n) == want {
+			return n, nil
+		}
+	}
+	return "", unknownImpl(name, names)
+}
+
+// clone is a deep copy of im: no slice, map or pointer shared with im.
+func (im Implementation) clone() Implementation {
+	im.Constants = im.Constants.clone()
+	return im
+}
+
+// clone is a deep copy of c.
+func (c Constants) clone() Constants {
+	if c.InitialWindows != nil {
+		iw := make([]Formula, len(c.InitialWindows))
+		for i, f := range c.InitialWindows {
+			iw[i] = f.clone()
+		}
+		c.InitialWindows = iw
+	}
+	c.MinWindow = c.MinWindow.clonePtr()
+	c.LossFactor = c.LossFactor.clonePtr()
+	c.DefaultRTT = c.DefaultRTT.clonePtr()
+	return c
+}
+
+// clone is a deep copy of f.
+func (f Formula) clone() Formula {
+	if f.Params != nil {
+		p := make(map[string]float64, len(f.Params))
+		for k, v := range f.Params {
+			p[k] = v
+		}
+		f.Params = p
+	}
+	if f.Source != nil {
+		src := *f.Source
+		f.Source = &src
+	}
+	return f
+}
+
+func (f *Formula) clonePtr() *Formula {
+	if f == nil {
+		return nil
+	}
+	c := f.clone()
+	return &c
 }
 
 func normalise(s string) string {
@@ -115,7 +227,7 @@ func (f Formula) Eval(override map[string]float64) (float64, string, error) {
 			params[k] = v
 		}
 	}
-	expr, err := parser.ParseExpr(f.Expr)
+	expr, err := parseExpr(f.Expr)
 	if err != nil {
 		return 0, "", fmt.Errorf("formula %q: %w", f.Expr, err)
 	}
@@ -124,6 +236,34 @@ func (f Formula) Eval(override map[string]float64) (float64, string, error) {
 		return 0, "", fmt.Errorf("formula %q: %w", f.Expr, err)
 	}
 	return v, fmt.Sprintf("%s = %s", substitute(f.Expr, params), strconv.FormatFloat(v, 'f', -1, 64)), nil
+}
+
+// parsedExprs memoises parseExpr: string → parsedExpr. eval only reads a
+// tree, so one tree serves every caller, concurrent ones included. The
+// audit evaluates expressions it finds in source, so the memo stops
+// growing at maxParsedExprs; later ones are parsed at each call.
+var (
+	parsedExprs  sync.Map
+	nParsedExprs atomic.Int64
+)
+
+const maxParsedExprs = 4096
+
+type parsedExpr struct {
+	e   ast.Expr
+	err error
+}
+
+// parseExpr is parser.ParseExpr(s), parsed once per process and expression.
+func parseExpr(s string) (ast.Expr, error) {
+	if p, ok := parsedExprs.Load(s); ok {
+		return p.(parsedExpr).e, p.(parsedExpr).err
+	}
+	e, err := parser.ParseExpr(s)
+	if nParsedExprs.Add(1) <= maxParsedExprs {
+		parsedExprs.Store(s, parsedExpr{e, err})
+	}
+	return e, err
 }
 
 func substitute(expr string, params map[string]float64) string {
@@ -249,22 +389,48 @@ func eval(e ast.Expr, params map[string]float64) (float64, error) {
 //go:embed constants
 var constantsFS embed.FS
 
+// auditedConstants memoises the decoding of data/constants/<name>.json:
+// name → *auditedEntry.
+var auditedConstants sync.Map
+
+type auditedEntry struct {
+	once  sync.Once
+	c     Constants
+	found bool
+	err   error
+}
+
 // ConstantsFor returns the discriminator constants for an implementation:
 // the audited ones from data/constants/<name>.json when the audit has written
 // them, otherwise the provisional values in implementations.json. The
-// returned bool is true when the constants come from an audit.
+// returned bool is true when the constants come from an audit. The result is
+// the caller's own; each file is decoded once per process.
 func ConstantsFor(name string) (Constants, bool, error) {
-	im, err := Lookup(name)
+	canon, err := CanonicalName(name)
 	if err != nil {
 		return Constants{}, false, err
 	}
-	b, err := constantsFS.ReadFile("constants/" + im.Name + ".json")
-	if err != nil {
-		return im.Constants, false, nil
+	v, _ := auditedConstants.LoadOrStore(canon, &auditedEntry{})
+	e := v.(*auditedEntry)
+	e.once.Do(func() {
+		b, err := constantsFS.ReadFile("constants/" + canon + ".json")
+		if err != nil {
+			return
+		}
+		e.found = true
+		if err := decodeConstants(b, &e.c); err != nil {
+			e.err = fmt.Errorf("data/constants/%s.json: %w", canon, err)
+		}
+	})
+	switch {
+	case e.err != nil:
+		return Constants{}, false, e.err
+	case !e.found:
+		im, err := find(canon)
+		if err != nil {
+			return Constants{}, false, err
+		}
+		return im.Constants.clone(), false, nil
 	}
-	var c Constants
-	if err := json.Unmarshal(b, &c); err != nil {
-		return Constants{}, false, fmt.Errorf("data/constants/%s.json: %w", im.Name, err)
-	}
-	return c, true, nil
+	return e.c.clone(), true, nil
 }

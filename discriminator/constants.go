@@ -111,9 +111,9 @@ func mergeParams(impl string, trace map[string]int64, user map[string]float64) (
 	return out, used
 }
 
-// canonicalNames memoises canonicalImpl within the process: data.Lookup
-// decodes the embedded pins at every call, and each trace's analysis asks
-// more than once. The pins are embedded, so the answer never changes.
+// canonicalNames memoises canonicalImpl within the process: each trace's
+// analysis asks more than once, and the pins are embedded, so the answer
+// never changes.
 var canonicalNames sync.Map // string → string
 
 func canonicalImpl(name string) string {
@@ -121,8 +121,8 @@ func canonicalImpl(name string) string {
 		return v.(string)
 	}
 	c := strings.ToLower(name)
-	if im, err := data.Lookup(name); err == nil {
-		c = im.Name
+	if n, err := data.CanonicalName(name); err == nil {
+		c = n
 	}
 	canonicalNames.Store(name, c)
 	return c

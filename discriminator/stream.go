@@ -43,10 +43,8 @@ type streamer struct {
 	pathIDsSeen             bool
 	seq                     int64
 
-	// Before the commit: recent samples (from ring[head]), and the fold of
-	// older ones.
-	ring        []seqSample
-	head        int
+	// Before the commit: recent samples, and the fold of older ones.
+	ring        sampleQueue
 	preCwnd     map[string]seqSample // last window-reporting sample per path, evicted
 	preSmoothed seqSample            // last smoothed-RTT-reporting sample, evicted
 	havePreSm   bool
@@ -149,7 +147,7 @@ func (st *streamer) Sample(s timeline.Sample) {
 			st.afterCommit(s)
 			return
 		}
-		st.ring = append(st.ring, seqSample{s, st.seq})
+		st.ring.push(seqSample{s, st.seq})
 		st.evict(s.TimeUS - st.horizonUS())
 	default:
 		st.afterCommit(s)
@@ -181,8 +179,8 @@ func anchorOf(m Migration) int64 {
 
 // evict folds ring samples older than t into the per-path state.
 func (st *streamer) evict(t int64) {
-	for st.head < len(st.ring) && st.ring[st.head].s.TimeUS < t {
-		x := st.ring[st.head]
+	for st.ring.len() > 0 && st.ring.front().s.TimeUS < t {
+		x := *st.ring.front()
 		if x.s.Fields.Has(timeline.FieldCwnd) {
 			st.preCwnd[x.s.PathID] = x
 		}
@@ -190,12 +188,7 @@ func (st *streamer) evict(t int64) {
 			st.preSmoothed, st.havePreSm = x, true
 		}
 		st.evictedMaxT, st.evicted = max(st.evictedMaxT, x.s.TimeUS), true
-		st.head++
-	}
-	// Slide once half the array is spent, so it does not grow forever.
-	if st.head > 1024 && st.head*2 > len(st.ring) {
-		st.ring = st.ring[:copy(st.ring, st.ring[st.head:])]
-		st.head = 0
+		st.ring.pop()
 	}
 }
 
@@ -218,14 +211,28 @@ func (st *streamer) commit(m Migration) {
 		}
 	}
 	sort.Slice(pre, func(i, j int) bool { return pre[i].seq < pre[j].seq })
+	ring := st.ring
+	st.scope = make([]timeline.Sample, 0, len(pre)+scopeSamples(&ring, st.to-st.from))
 	for _, x := range pre {
 		st.scope = append(st.scope, x.s)
 	}
-	ring := st.ring[st.head:]
-	st.ring, st.preCwnd = nil, nil
-	for _, x := range ring {
-		st.afterCommit(x.s)
+	st.ring, st.preCwnd = sampleQueue{}, nil
+	ring.each(func(x seqSample) { st.afterCommit(x.s) })
+}
+
+// scopeSamples guesses how many samples a scope of spanUS holds from the
+// rate of those in ring (a capacity, so that the scope's array is allocated
+// about once rather than grown by doubling; at most 1<<16).
+func scopeSamples(ring *sampleQueue, spanUS int64) int {
+	if ring.len() < 2 || spanUS <= 0 {
+		return 16
 	}
+	dt := ring.back().s.TimeUS - ring.front().s.TimeUS
+	if dt <= 0 {
+		return 16
+	}
+	n := float64(ring.len()) * float64(spanUS) / float64(dt)
+	return int(min(n*1.1+16, 1<<16))
 }
 
 // finishScope classifies the scope and starts the RTT attribution.

@@ -276,7 +276,7 @@ func TestStreamMemoryFlat(t *testing.T) {
 // retained is the memory the streamer's growing slices hold (capacity, as
 // the heap sees it); the rest of its state is a fixed handful of values.
 func retained(st *streamer) uint64 {
-	return uint64(cap(st.ring))*uint64(unsafe.Sizeof(seqSample{})) +
+	return uint64(len(st.ring.blocks)+1)*queueBlock*uint64(unsafe.Sizeof(seqSample{})) + uint64(cap(st.ring.blocks))*24 +
 		uint64(cap(st.scope))*uint64(unsafe.Sizeof(timeline.Sample{})) +
 		uint64(cap(st.acks.acks))*uint64(unsafe.Sizeof(ackRec{})) +
 		uint64(cap(st.acks.sends))*uint64(unsafe.Sizeof(sendRec{})) +

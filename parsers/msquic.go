@@ -2,8 +2,10 @@ package parsers
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -120,6 +122,14 @@ func (m *msquicParser) harnessLine(line []byte) error {
 	m.t = t
 	msgB := bytes.TrimSpace(rest[sp:])
 	verb, args, _ := bytes.Cut(msgB, []byte(" "))
+	if string(verb) == "STATS" {
+		// Most lines: their STATS values straight from the split, no
+		// pairs kept (what parse and statsValues read, when it can).
+		var v msquicStatValues
+		if m.kv.split(args, &v) {
+			return m.statsFrom(&v)
+		}
+	}
 	var ascii bool
 	if m.kv, ascii = m.kv.parse(args); !ascii || !asciiOnly(verb) {
 		// strings.Fields splits on Unicode blanks: keep its exact reading.
@@ -145,7 +155,111 @@ type kvPair struct{ ks, ke, vs, ve int32 }
 // without '=' (keyValues' reading when s is ASCII), in one pass. ascii is
 // false when s holds a byte >= 0x80: then the pairs are not keyValues'
 // reading (strings.Fields splits on Unicode blanks too) and must not be used.
+//
+// A line of plain ASCII with blanks that are spaces, as the harness writes
+// them, is split eight bytes at a time (split): one word says whether any
+// byte is another blank, a control byte or >= 0x80 (kvOdd) and where its
+// spaces and '=' are (plainEq); the first such word sends the whole line
+// to the byte loop (parseBytes), which reads every ASCII blank as
+// strings.Fields does.
 func (l kvList) parse(s []byte) (out kvList, ascii bool) {
+	l.src, l.pairs = s, l.pairs[:0]
+	if !l.split(s, nil) {
+		return l.parseBytes(s)
+	}
+	return l, true
+}
+
+// split is parse's word at a time loop. With sv nil it appends the pairs
+// to l.pairs; otherwise it keeps none and fills sv with the values of the
+// msquicStatKeys instead, as statsValues would from the pairs. It returns
+// false, having read nothing reliable, at the first blank other than a
+// space, control byte or byte >= 0x80.
+func (l *kvList) split(s []byte, sv *msquicStatValues) bool {
+	start, eq, i := 0, -1, 0
+	for ; i+8 <= len(s); i += 8 {
+		w := binary.LittleEndian.Uint64(s[i:])
+		if kvOdd(w) != 0 {
+			return false
+		}
+		sp, eqs := plainEq(w, ' '), plainEq(w, '=')
+		for ; sp != 0; sp &= sp - 1 {
+			upTo := sp ^ (sp - 1) // the lanes up to this space
+			if e := eqs & upTo; eq < 0 && e != 0 {
+				eq = i + bits.TrailingZeros64(e)>>3
+			}
+			eqs &^= upTo
+			j := i + bits.TrailingZeros64(sp)>>3
+			if eq >= 0 {
+				if sv != nil {
+					sv.set(s, start, eq, j)
+				} else {
+					l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(j)})
+				}
+			}
+			start, eq = j+1, -1
+		}
+		if eq < 0 && eqs != 0 {
+			eq = i + bits.TrailingZeros64(eqs)>>3
+		}
+	}
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '=':
+			if eq < 0 {
+				eq = i
+			}
+		case c == ' ':
+			if eq >= 0 {
+				if sv != nil {
+					sv.set(s, start, eq, i)
+				} else {
+					l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(i)})
+				}
+			}
+			start, eq = i+1, -1
+		case c < 0x21 || c >= 0x80:
+			return false
+		}
+	}
+	if eq >= 0 {
+		if sv != nil {
+			sv.set(s, start, eq, len(s))
+		} else {
+			l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(len(s))})
+		}
+	}
+	return true
+}
+
+// set records the field s[ks:ve], whose first '=' is at eq, if its key is
+// one of the msquicStatKeys.
+func (v *msquicStatValues) set(s []byte, ks, eq, ve int) {
+	if k := msquicStatKey(bstr(s[ks:eq])); k >= 0 {
+		v.val[k], v.has[k] = bstr(s[eq+1:ve]), true
+	}
+}
+
+// kvOdd is not zero when a byte of x is below 0x20 (a control byte: a
+// blank other than a space, or not a blank at all) or above 0x7f: a word
+// split does not take. Zero means every byte is in 0x20-0x7f.
+func kvOdd(x uint64) uint64 {
+	// x+0x60 in a lane below 0x80 has its high bit set exactly when the
+	// lane is >= 0x20, and carries into no other lane. A lane >= 0x80 may
+	// carry, but its own high bit makes the result non-zero anyway.
+	return (x | ^(x + lanes1*0x60)) & lanesHi
+}
+
+// plainEq has the high bit set in exactly the lanes of x that are c, for
+// c and every byte of x in 0x00-0x7f (kvOdd(x) == 0): y+0x7f, y below 0x80,
+// carries into no other lane and has its high bit set exactly when y != 0.
+func plainEq(x uint64, c byte) uint64 {
+	return ^(x ^ lanes1*uint64(c) + lanes1*0x7f) & lanesHi
+}
+
+// parseBytes is parse byte by byte, for lines with other blanks than
+// spaces or with bytes >= 0x80.
+func (l kvList) parseBytes(s []byte) (out kvList, ascii bool) {
 	l.src, l.pairs = s, l.pairs[:0]
 	var high byte
 	i := 0
@@ -181,6 +295,18 @@ func (l *kvList) get(key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// statsValues fills v with the values of msquicStatKeys, in one pass over
+// the pairs: a later pair overwrites an earlier one of the same key, so
+// each is the key's last value, as get returns it. Views of the line.
+func (l *kvList) statsValues(v *msquicStatValues) {
+	for i := range l.pairs {
+		p := &l.pairs[i]
+		if k := msquicStatKey(bstr(l.src[p.ks:p.ke])); k >= 0 {
+			v.val[k], v.has[k] = bstr(l.src[p.vs:p.ve]), true
+		}
+	}
 }
 
 // kvMap is keyValues' map behind the same interface.
@@ -238,8 +364,9 @@ func keyValues(s string) kvMap {
 	return kv
 }
 
-// msquicStats are the STATS keys a sample reads, in order.
-var msquicStats = []struct {
+// msquicStats are the STATS keys a sample reads, in order; msquicStatKeys
+// adds send_mtu.
+var msquicStats = [...]struct {
 	key   string
 	field timeline.Field
 	rtt   bool // msquicNoRTT means "no measurement"
@@ -252,20 +379,67 @@ var msquicStats = []struct {
 	{"rtt_var_us", timeline.FieldRTTVar, false},
 }
 
+const msquicSendMTU = len(msquicStats) // send_mtu's index in msquicStatValues
+
+// msquicStatKey is k's index in msquicStats, msquicSendMTU for "send_mtu",
+// -1 for any other key (TestMsquicStatKey holds it to the table).
+func msquicStatKey(k string) int {
+	switch k {
+	case "cwnd":
+		return 0
+	case "bytes_in_flight":
+		return 1
+	case "srtt_us":
+		return 2
+	case "min_rtt_us":
+		return 3
+	case "latest_rtt_us":
+		return 4
+	case "rtt_var_us":
+		return 5
+	case "send_mtu":
+		return msquicSendMTU
+	}
+	return -1
+}
+
+// msquicStatValues are a STATS line's values of the keys a sample reads.
+type msquicStatValues struct {
+	val [msquicSendMTU + 1]string
+	has [msquicSendMTU + 1]bool
+}
+
 func (m *msquicParser) stats(kv kvGetter) error {
+	var v msquicStatValues
+	if l, ok := kv.(*kvList); ok {
+		l.statsValues(&v)
+	} else {
+		for i := range v.val {
+			key := "send_mtu"
+			if i < msquicSendMTU {
+				key = msquicStats[i].key
+			}
+			v.val[i], v.has[i] = kv.get(key)
+		}
+	}
+	return m.statsFrom(&v)
+}
+
+// statsFrom turns a STATS line's values into a sample (and a send_mtu
+// change into a parameters event). The values are views of the line.
+func (m *msquicParser) statsFrom(v *msquicStatValues) error {
 	s := m.last
 	s.TimeUS = m.t
 	s.Fields = 0
-	for _, g := range msquicStats {
-		v, ok := kv.get(g.key)
-		if !ok {
+	for i, g := range msquicStats {
+		if !v.has[i] {
 			continue
 		}
-		n, ok := smallInt(v, 18)
+		n, ok := smallInt(v.val[i], 18)
 		if !ok {
 			var err error
-			if n, err = strconv.ParseInt(v, 10, 64); err != nil {
-				return fmt.Errorf("STATS %s=%q is not an integer", g.key, v)
+			if n, err = strconv.ParseInt(v.val[i], 10, 64); err != nil {
+				return fmt.Errorf("STATS %s=%q is not an integer", g.key, v.val[i])
 			}
 		}
 		if g.rtt && n == msquicNoRTT {
@@ -273,19 +447,20 @@ func (m *msquicParser) stats(kv kvGetter) error {
 		}
 		s.Set(g.field, n)
 	}
-	if v, ok := kv.get("send_mtu"); ok {
-		mtu, ok := smallInt(v, 18)
+	if v.has[msquicSendMTU] {
+		mv := v.val[msquicSendMTU]
+		mtu, ok := smallInt(mv, 18)
 		if !ok {
 			var err error
-			if mtu, err = strconv.ParseInt(v, 10, 64); err != nil {
-				return fmt.Errorf("STATS send_mtu=%q is not an integer", v)
+			if mtu, err = strconv.ParseInt(mv, 10, 64); err != nil {
+				return fmt.Errorf("STATS send_mtu=%q is not an integer", mv)
 			}
 		}
 		if mtu != m.mtu {
 			m.mtu = mtu
 			m.meta.Params["send_mtu"] = mtu
 			m.h.Event(timeline.Event{TimeUS: m.t, Kind: timeline.ParametersSet, PacketNumber: -1,
-				Detail: "send_mtu=" + v})
+				Detail: "send_mtu=" + mv})
 		}
 	}
 	if s.Fields == 0 {
@@ -348,7 +523,9 @@ func (s *seqReader) nextLine() ([]byte, int, int64, error) {
 		}
 		line, off := s.line, s.lineOff
 		s.line = nil
-		line = bytes.TrimRight(line, "\r\n")
+		for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+			line = line[:len(line)-1] // bytes.TrimRight(line, "\r\n") without its set
+		}
 		s.n++
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue

@@ -82,3 +82,42 @@ func FuzzSmallInt(f *testing.F) {
 		}
 	})
 }
+
+// TestKVOddPlainEq: for every byte value in every lane, next to every kind
+// of neighbour, kvOdd is non-zero exactly when a byte is below 0x20 or above
+// 0x7f, and when it is zero plainEq marks exactly the spaces and '=' (the
+// lanes split reads).
+func TestKVOddPlainEq(t *testing.T) {
+	for _, f := range []byte{'a', ' ', '=', 0x80, 0xff, 0x00, 0x1f, 0x20 ^ 0x80, '=' ^ 0x80, '!', 0x7f, '\t'} {
+		for lane := 0; lane < 8; lane++ {
+			for c := 0; c < 256; c++ {
+				var w [8]byte
+				for k := range w {
+					w[k] = f
+				}
+				w[lane] = byte(c)
+				x := binary.LittleEndian.Uint64(w[:])
+				odd := false
+				for _, b := range w {
+					odd = odd || b < 0x20 || b > 0x7f
+				}
+				if got := kvOdd(x) != 0; got != odd {
+					t.Fatalf("kvOdd(%q) != 0 is %v, want %v", w, got, odd)
+				}
+				if odd {
+					continue
+				}
+				sp, eq := plainEq(x, ' '), plainEq(x, '=')
+				if sp&^lanesHi != 0 || eq&^lanesHi != 0 {
+					t.Fatalf("%q: a mask has bits outside the lanes' high bits", w)
+				}
+				for k := range w {
+					lane := func(m uint64) bool { return m>>(8*k+7)&1 == 1 }
+					if lane(sp) != (w[k] == ' ') || lane(eq) != (w[k] == '=') {
+						t.Fatalf("plainEq(%q): lane %d: space %v, '=' %v", w, k, lane(sp), lane(eq))
+					}
+				}
+			}
+		}
+	}
+}
