@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/migaudit/migaudit/parsers"
 )
@@ -36,7 +37,7 @@ func analyzeStream(path string, popt parsers.Options, opt Options) (Analysis, er
 	a, err := st.finish()
 	var ns errNotStreamable
 	if err != nil && !errors.As(err, &ns) {
-		return Analysis{}, fmt.Errorf("analyze %s: %w", path, err)
+		return Analysis{}, namePath(path, err)
 	}
 	return a, err
 }
@@ -52,7 +53,16 @@ func analyzeInMemory(path string, popt parsers.Options, opt Options) (Analysis, 
 	}
 	a, err := Analyze(tl, opt)
 	if err != nil {
-		return Analysis{}, fmt.Errorf("analyze %s: %w", path, err)
+		return Analysis{}, namePath(path, err)
 	}
 	return a, nil
+}
+
+// namePath puts "analyze PATH: " before err, unless the analysis already
+// named the trace by that path (its source), so that the line says it once.
+func namePath(path string, err error) error {
+	if strings.HasPrefix(err.Error(), "analyze "+path+": ") {
+		return err
+	}
+	return fmt.Errorf("analyze %s: %w", path, err)
 }
