@@ -2,9 +2,11 @@ package linkemu
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,7 +126,33 @@ func TestDelay(t *testing.T) {
 	}
 }
 
+// TestRateAndBurst measures the shaped rate over 200 packets (0.1 s). One
+// host stall of a few milliseconds in that window moves the fitted rate by
+// more than the 1 % the test allows (a stall of 1.5 ms read as 19.70
+// Mbit/s once), so a measurement the host may have spoiled is taken again,
+// up to three times; a link that shapes to the wrong rate fails all three.
 func TestRateAndBurst(t *testing.T) {
+	const attempts = 3
+	var problems []string
+	for i := 0; i < attempts; i++ {
+		p, fatal := rateAndBurst(t)
+		if fatal != "" {
+			t.Fatal(fatal)
+		}
+		if len(p) == 0 {
+			if i > 0 {
+				t.Logf("attempt %d of %d passed; before it: %s", i+1, attempts, strings.Join(problems, "; "))
+			}
+			return
+		}
+		problems = append(problems, fmt.Sprintf("attempt %d: %s", i+1, strings.Join(p, ", ")))
+	}
+	t.Errorf("%d attempts: %s", attempts, strings.Join(problems, "; "))
+}
+
+// rateAndBurst is one measurement: what is off (timing, which a host stall
+// can spoil) and what is fatal (packets lost).
+func rateAndBurst(t *testing.T) (problems []string, fatal string) {
 	const rate, size, burst = 20_000_000, 1250, 3200 // 500 µs per packet
 	h := newHarness(t, Spec{Rate: rate, Burst: burst, Delay: time.Millisecond})
 	const n = 200
@@ -143,13 +171,13 @@ func TestRateAndBurst(t *testing.T) {
 	r := <-rc
 	seqs, arr := r.seqs, r.arr
 	if len(seqs) != n {
-		t.Fatalf("got %d of %d packets (counters %+v)", len(seqs), n, h.link.Counters())
+		return nil, fmt.Sprintf("got %d of %d packets (counters %+v)", len(seqs), n, h.link.Counters())
 	}
 	// The first floor(burst/size) packets pass unshaped; after that the
 	// spacing is size*8/rate.
 	lead := burst / size
 	if gap := arr[1] - arr[0]; gap > int64(200*time.Microsecond) {
-		t.Errorf("packets 0-1 within the burst spaced %v", time.Duration(gap))
+		problems = append(problems, fmt.Sprintf("packets 0-1 within the burst spaced %v", time.Duration(gap)))
 	}
 	// Least-squares slope of arrival time against packet index: one late
 	// reading cannot move it much.
@@ -162,8 +190,9 @@ func TestRateAndBurst(t *testing.T) {
 	slope := (m*sxy - sx*sy) / (m*sxx - sx*sx) // ns per packet
 	got := float64(size*8) / (slope / 1e9)
 	if math.Abs(got-rate)/rate > 0.01 {
-		t.Errorf("shaped rate %.0f bit/s over %d packets, configured %d (±1%%)", got, n-lead, rate)
+		problems = append(problems, fmt.Sprintf("shaped rate %.0f bit/s over %d packets, configured %d (±1%%)", got, n-lead, rate))
 	}
+	return problems, ""
 }
 
 func TestLossAndQueue(t *testing.T) {
