@@ -5,6 +5,7 @@ package data
 
 import (
 	"embed"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -77,7 +78,7 @@ type file struct {
 // caller gets copies (clone), so the decoded slice is never written.
 var loadImplementations = sync.OnceValues(func() ([]Implementation, error) {
 	var f file
-	if err := decodeFile(implementationsJSON, &f); err != nil {
+	if err := json.Unmarshal(implementationsJSON, &f); err != nil {
 		return nil, fmt.Errorf("data/implementations.json: %w", err)
 	}
 	sort.Slice(f.Implementations, func(i, j int) bool { return f.Implementations[i].Name < f.Implementations[j].Name })
@@ -418,7 +419,7 @@ func ConstantsFor(name string) (Constants, bool, error) {
 			return
 		}
 		e.found = true
-		if err := decodeConstants(b, &e.c); err != nil {
+		if err := json.Unmarshal(b, &e.c); err != nil {
 			e.err = fmt.Errorf("data/constants/%s.json: %w", canon, err)
 		}
 	})
