@@ -1,6 +1,9 @@
 package discriminator
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // The discriminator reads addresses with net/netip and these two, not with
 // package net: net links the C resolver (cgo), and the executable that
@@ -14,33 +17,30 @@ var errHostPort = errors.New("not host:port")
 // into host and port, as net.SplitHostPort does: the host of a bracketed
 // form may hold colons, an unbracketed one may not, the port may be empty.
 func splitHostPort(hostport string) (host, port string, err error) {
-	i := lastColon(hostport)
+	i := strings.LastIndexByte(hostport, ':')
 	if i < 0 {
 		return "", "", errHostPort // missing port
 	}
 	if hostport[0] == '[' {
-		end := indexByte(hostport, ']')
+		end := strings.IndexByte(hostport, ']')
 		switch {
 		case end < 0:
 			return "", "", errHostPort // missing ']'
 		case end+1 == len(hostport):
 			return "", "", errHostPort // "[host]" without a port
 		case end+1 != i:
-			if hostport[end+1] == ':' {
-				return "", "", errHostPort // too many colons
-			}
-			return "", "", errHostPort // missing port
+			return "", "", errHostPort // too many colons, or no port after ']'
 		}
 		host = hostport[1:end]
-		if indexByte(hostport[1:], '[') >= 0 || indexByte(hostport[end+1:], ']') >= 0 {
+		if strings.Contains(hostport[1:], "[") || strings.Contains(hostport[end+1:], "]") {
 			return "", "", errHostPort // unexpected bracket
 		}
 	} else {
 		host = hostport[:i]
-		if indexByte(host, ':') >= 0 {
+		if strings.Contains(host, ":") {
 			return "", "", errHostPort // too many colons
 		}
-		if indexByte(hostport, '[') >= 0 || indexByte(hostport, ']') >= 0 {
+		if strings.ContainsAny(hostport, "[]") {
 			return "", "", errHostPort // unexpected bracket
 		}
 	}
@@ -49,26 +49,8 @@ func splitHostPort(hostport string) (host, port string, err error) {
 
 // joinHostPort is net.JoinHostPort: a host with a colon is bracketed.
 func joinHostPort(host, port string) string {
-	if indexByte(host, ':') >= 0 {
+	if strings.Contains(host, ":") {
 		return "[" + host + "]:" + port
 	}
 	return host + ":" + port
-}
-
-func lastColon(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == ':' {
-			return i
-		}
-	}
-	return -1
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
 }
