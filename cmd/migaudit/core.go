@@ -23,9 +23,12 @@ const (
 //  2. migaudit-core beside this executable (symbolic links resolved), as
 //     `go build -o DIR/ ./cmd/...` and `go install ./cmd/...` leave it;
 //  3. when this executable is one `go run` built (it lives in the build
-//     cache or a go-build directory), `go run` of the core from the same module: the checkout
-//     in the working directory for a development build, or the same
-//     module version for `go run …/cmd/migaudit@VERSION`.
+//     cache or a go-build directory), the core built by `go build` from
+//     the same module into the user cache directory: the checkout in the
+//     working directory for a development build, or the same module
+//     version for `go run …/cmd/migaudit@VERSION`. (Not `go run` of the
+//     core: that would print its own "exit status N" line and turn every
+//     failing status into 1.)
 //
 // It never looks the core up on $PATH: a core from another build could
 // answer with other rules. It returns only when the core cannot be run.
@@ -37,78 +40,84 @@ func execCore(args []string) error {
 	if p, err := filepath.EvalSymlinks(self); err == nil {
 		self = p
 	}
-	path, argv, build, err := coreCommand(self, args, os.Getenv("MIGAUDIT_CORE"), exec.LookPath)
+	r, err := coreCommand(self, args, os.Getenv("MIGAUDIT_CORE"), exec.LookPath)
 	if err != nil {
 		return err
 	}
-	if build != nil {
-		if err := buildCore(path, build); err != nil {
+	if r.pkg != "" {
+		if err := r.build(); err != nil {
 			return err
 		}
 	}
-	if err := syscall.Exec(path, argv, os.Environ()); err != nil {
-		return fmt.Errorf("run %s: %w", path, err)
+	if err := syscall.Exec(r.path, r.argv, os.Environ()); err != nil {
+		return fmt.Errorf("run %s: %w", r.path, err)
 	}
 	return nil
 }
 
-// coreCommand decides what execCore runs: the executable's path and its
-// argv, and the go build command line that must write that path first
-// (nil when none). self is this executable's path, env the value of
-// $MIGAUDIT_CORE.
-func coreCommand(self string, args []string, env string, lookPath func(string) (string, error)) (path string, argv, build []string, err error) {
+// coreRun is how execCore runs the core: the executable and its argv, and,
+// when pkg is set, the package goTool must build into path first.
+type coreRun struct {
+	path        string
+	argv        []string
+	goTool, pkg string
+}
+
+// coreCommand decides what execCore runs. self is this executable's path,
+// env the value of $MIGAUDIT_CORE.
+func coreCommand(self string, args []string, env string, lookPath func(string) (string, error)) (coreRun, error) {
+	run := func(path string) coreRun { return coreRun{path: path, argv: append([]string{path}, args...)} }
 	if env != "" {
 		if err := isExecutable(env); err != nil {
-			return "", nil, nil, fmt.Errorf("MIGAUDIT_CORE=%s: %w", env, err)
+			return coreRun{}, fmt.Errorf("MIGAUDIT_CORE=%s: %w", env, err)
 		}
-		return env, append([]string{env}, args...), nil, nil
+		return run(env), nil
 	}
 	beside := filepath.Join(filepath.Dir(self), coreName)
 	besideErr := isExecutable(beside)
 	if besideErr == nil {
-		return beside, append([]string{beside}, args...), nil, nil
+		return run(beside), nil
 	}
 	if builtByGoRun(self) {
 		goTool, err := lookPath("go")
 		if err != nil {
-			return "", nil, nil, fmt.Errorf("%s was built by `go run` but the go command is not on PATH to build %s: %w", self, coreName, err)
+			return coreRun{}, fmt.Errorf("%s was built by `go run` but the go command is not on PATH to build %s: %w", self, coreName, err)
 		}
 		cache, err := os.UserCacheDir()
 		if err != nil {
-			return "", nil, nil, fmt.Errorf("%s was built by `go run`: a directory to build %s into: %w", self, coreName, err)
+			return coreRun{}, fmt.Errorf("%s was built by `go run`: a directory to build %s into: %w", self, coreName, err)
 		}
 		pkg := corePkg
 		if v := mainVersion(); v != "" && v != "(devel)" {
 			pkg += "@" + v
 		}
-		path := filepath.Join(cache, "migaudit", "go-run", coreName)
-		return path, append([]string{path}, args...), []string{goTool, "build", "-o", "", pkg}, nil
+		r := run(filepath.Join(cache, "migaudit", "go-run", coreName))
+		r.goTool, r.pkg = goTool, pkg
+		return r, nil
 	}
 	what := "this command"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		what = fmt.Sprintf("%q", args[0])
 	}
-	return "", nil, nil, fmt.Errorf("%s is run by %s, which is not beside this executable (%s: %v): build both into one directory with go build -o DIR/ ./cmd/... (or go install ./cmd/...), or set MIGAUDIT_CORE to its path",
+	return coreRun{}, fmt.Errorf("%s is run by %s, which is not beside this executable (%s: %v): build both into one directory with go build -o DIR/ ./cmd/... (or go install ./cmd/...), or set MIGAUDIT_CORE to its path",
 		what, coreName, beside, besideErr)
 }
 
-// buildCore runs build (go build -o "" PKG) to write path: into a file of
-// its own first, then renamed over path, so that two migaudit processes
-// started by go run at once never execute a half-written core.
-func buildCore(path string, build []string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+// build runs `go build` of r.pkg to write r.path: into a file of its own
+// first, then renamed over r.path, so that two migaudit processes started
+// by go run at once never execute a half-written core.
+func (r coreRun) build() error {
+	if err := os.MkdirAll(filepath.Dir(r.path), 0o755); err != nil {
 		return fmt.Errorf("build %s: %w", coreName, err)
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	tmp := fmt.Sprintf("%s.%d.tmp", r.path, os.Getpid())
 	defer os.Remove(tmp)
-	argv := append([]string(nil), build...)
-	argv[3] = tmp
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := exec.Command(r.goTool, "build", "-o", tmp, r.pkg)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("build %s: %s: %w", coreName, strings.Join(build[1:], " "), err)
+		return fmt.Errorf("build %s: go build %s: %w", coreName, r.pkg, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := os.Rename(tmp, r.path); err != nil {
 		return fmt.Errorf("build %s: %w", coreName, err)
 	}
 	return nil

@@ -79,7 +79,7 @@ func TestCoreCommand(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			path, argv, build, err := coreCommand(tc.self, args, tc.env, tc.lookPath)
+			r, err := coreCommand(tc.self, args, tc.env, tc.lookPath)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
@@ -89,12 +89,11 @@ func TestCoreCommand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if path != tc.wantPath || strings.Join(argv, " ") != strings.Join(tc.wantArgv, " ") {
-				t.Errorf("got %s %q, want %s %q", path, argv, tc.wantPath, tc.wantArgv)
+			if r.path != tc.wantPath || strings.Join(r.argv, " ") != strings.Join(tc.wantArgv, " ") {
+				t.Errorf("got %s %q, want %s %q", r.path, r.argv, tc.wantPath, tc.wantArgv)
 			}
-			if wantBuild := []string{"/usr/bin/go", "build", "-o", "", corePkg}; tc.wantGo != (build != nil) ||
-				build != nil && strings.Join(build, " ") != strings.Join(wantBuild, " ") {
-				t.Errorf("build %q, want %v", build, tc.wantGo)
+			if tc.wantGo != (r.pkg != "") || r.pkg != "" && (r.goTool != "/usr/bin/go" || r.pkg != corePkg) {
+				t.Errorf("build %s with %q, want a go build: %v", r.pkg, r.goTool, tc.wantGo)
 			}
 		})
 	}
