@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,7 +72,7 @@ otherwise the answer is "no migration found".`,
 			if migrationAt.set {
 				o.Analysis.MigrationAt = &migrationAt.d
 			}
-			if o.Parse.Format != "" && !analyzeHas(parsers.Formats(), o.Parse.Format) {
+			if o.Parse.Format != "" && !slices.Contains(parsers.Formats(), o.Parse.Format) {
 				return fmt.Errorf("--trace-format %q: use one of %s", o.Parse.Format, strings.Join(parsers.Formats(), ", "))
 			}
 			p, err := parseAnalyzeParams(params)
@@ -108,15 +109,6 @@ func parseAnalyzeParams(in []string) (map[string]float64, error) {
 		out[k] = f
 	}
 	return out, nil
-}
-
-func analyzeHas(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // isTerminal reports whether f is a character device (a terminal).
