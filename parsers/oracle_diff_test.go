@@ -47,6 +47,13 @@ func checkOracle(t *testing.T, b []byte, format string) {
 	if _, ok := oracles[format]; !ok {
 		return
 	}
+	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
+		// Parse inflates what starts with gzip's magic; the oracles read
+		// the bytes as they are. They are references for the format
+		// readers, not for decompression (TestSmallGzipFile and the
+		// truncated-gzip error tests hold that).
+		return
+	}
 	var got, want timeline.Collector
 	gerr := Parse("fuzz.trace", bytes.NewReader(b), Options{Format: format}, &got)
 	werr := parseOracle("fuzz.trace", b, format, &want)
