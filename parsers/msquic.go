@@ -67,7 +67,6 @@ type msquicParser struct {
 	last   timeline.Sample
 	mtu    int64
 	intern map[string]string
-	kv     kvList
 }
 
 func (m *msquicParser) emitMeta() {
@@ -121,63 +120,28 @@ func (m *msquicParser) harnessLine(line []byte) error {
 	}
 	m.t = t
 	msgB := bytes.TrimSpace(rest[sp:])
-	verb, args, _ := bytes.Cut(msgB, []byte(" "))
-	if string(verb) == "STATS" {
-		// Most lines: their STATS values straight from the split, no
-		// pairs kept (what parse and statsValues read, when it can).
+	if verb, args, _ := bytes.Cut(msgB, []byte(" ")); string(verb) == "STATS" {
+		// Nearly every line: its STATS values straight from the split,
+		// without a map (keyValues' reading, when it can).
 		var v msquicStatValues
-		if m.kv.split(args, &v) {
+		if statsSplit(args, &v) {
 			return m.statsFrom(&v)
 		}
 	}
-	var ascii bool
-	if m.kv, ascii = m.kv.parse(args); !ascii || !asciiOnly(verb) {
-		// strings.Fields splits on Unicode blanks: keep its exact reading.
-		msg := string(msgB)
-		verb, args, _ := strings.Cut(msg, " ")
-		return m.verb(verb, keyValues(args))
-	}
-	return m.verb(bstr(verb), &m.kv) // a view: verb copies what it keeps
+	msg := string(msgB)
+	verb, args, _ := strings.Cut(msg, " ")
+	return m.verb(verb, keyValues(args))
 }
 
-// kvList is a harness line's key=value fields in order; get returns the
-// last value of a key, as a map filled in order would. It is reused from
-// line to line, so STATS lines cost no allocation. Fields are offsets into
-// the line, not slices: no pointers to write (and no write barriers).
-type kvList struct {
-	src   []byte
-	pairs []kvPair
-}
-
-type kvPair struct{ ks, ke, vs, ve int32 }
-
-// parse splits s on ASCII blanks into key=value pairs, skipping fields
-// without '=' (keyValues' reading when s is ASCII), in one pass. ascii is
-// false when s holds a byte >= 0x80: then the pairs are not keyValues'
-// reading (strings.Fields splits on Unicode blanks too) and must not be used.
-//
-// A line of plain ASCII with blanks that are spaces, as the harness writes
-// them, is split eight bytes at a time (split): one word says whether any
-// byte is another blank, a control byte or >= 0x80 (kvOdd) and where its
-// spaces and '=' are (plainEq); the first such word sends the whole line
-// to the byte loop (parseBytes), which reads every ASCII blank as
+// statsSplit reads a STATS line's key=value fields eight bytes at a time
+// and fills sv with the values of the msquicStatKeys, a later field
+// overwriting an earlier one of the same key: keyValues' reading, without
+// its map. It returns false, having read nothing reliable, at the first
+// blank other than a space, control byte or byte >= 0x80 (one word says
+// whether there is one, kvOdd, and where its spaces and '=' are,
+// plainEq); such a line is left to keyValues, which reads every blank as
 // strings.Fields does.
-func (l kvList) parse(s []byte) (out kvList, ascii bool) {
-	l.src, l.pairs = s, l.pairs[:0]
-	if !l.split(s, nil) {
-		return l.parseBytes(s)
-	}
-	return l, true
-}
-
-// split is parse's word at a time loop. With sv nil it appends the pairs
-// to l.pairs; otherwise it keeps none and fills sv with the values of the
-// msquicStatKeys instead, as statsValues would from the pairs. It returns
-// false, having read nothing reliable, at the first blank other than a
-// space, control byte or byte >= 0x80. The three places that take a field
-// repeat the same lines on purpose: as a method, which the compiler does
-// not inline, they made BenchmarkKVList 10–20 % slower.
-func (l *kvList) split(s []byte, sv *msquicStatValues) bool {
+func statsSplit(s []byte, sv *msquicStatValues) bool {
 	start, eq, i := 0, -1, 0
 	for ; i+8 <= len(s); i += 8 {
 		w := binary.LittleEndian.Uint64(s[i:])
@@ -193,11 +157,7 @@ func (l *kvList) split(s []byte, sv *msquicStatValues) bool {
 			eqs &^= upTo
 			j := i + bits.TrailingZeros64(sp)>>3
 			if eq >= 0 {
-				if sv != nil {
-					sv.set(s, start, eq, j)
-				} else {
-					l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(j)})
-				}
+				sv.set(s, start, eq, j)
 			}
 			start, eq = j+1, -1
 		}
@@ -213,11 +173,7 @@ func (l *kvList) split(s []byte, sv *msquicStatValues) bool {
 			}
 		case c == ' ':
 			if eq >= 0 {
-				if sv != nil {
-					sv.set(s, start, eq, i)
-				} else {
-					l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(i)})
-				}
+				sv.set(s, start, eq, i)
 			}
 			start, eq = i+1, -1
 		case c < 0x21 || c >= 0x80:
@@ -225,11 +181,7 @@ func (l *kvList) split(s []byte, sv *msquicStatValues) bool {
 		}
 	}
 	if eq >= 0 {
-		if sv != nil {
-			sv.set(s, start, eq, len(s))
-		} else {
-			l.pairs = append(l.pairs, kvPair{int32(start), int32(eq), int32(eq + 1), int32(len(s))})
-		}
+		sv.set(s, start, eq, len(s))
 	}
 	return true
 }
@@ -259,99 +211,22 @@ func plainEq(x uint64, c byte) uint64 {
 	return ^(x ^ lanes1*uint64(c) + lanes1*0x7f) & lanesHi
 }
 
-// parseBytes is parse byte by byte, for lines with other blanks than
-// spaces or with bytes >= 0x80.
-func (l kvList) parseBytes(s []byte) (out kvList, ascii bool) {
-	l.src, l.pairs = s, l.pairs[:0]
-	var high byte
-	i := 0
-	for i < len(s) {
-		for i < len(s) && asciiSpace(s[i]) {
-			i++
-		}
-		j, eq := i, -1
-		for j < len(s) {
-			c := s[j]
-			if c <= ' ' && asciiSpace(c) {
-				break
-			}
-			high |= c
-			if c == '=' && eq < 0 {
-				eq = j
-			}
-			j++
-		}
-		if eq >= 0 {
-			l.pairs = append(l.pairs, kvPair{int32(i), int32(eq), int32(eq + 1), int32(j)})
-		}
-		i = j
-	}
-	return l, high < 0x80
-}
-
-// get's value is a view of the line: valid during the call only.
-func (l *kvList) get(key string) (string, bool) {
-	for i := len(l.pairs) - 1; i >= 0; i-- {
-		if p := &l.pairs[i]; bstr(l.src[p.ks:p.ke]) == key {
-			return bstr(l.src[p.vs:p.ve]), true
-		}
-	}
-	return "", false
-}
-
-// statsValues fills v with the values of msquicStatKeys, in one pass over
-// the pairs: a later pair overwrites an earlier one of the same key, so
-// each is the key's last value, as get returns it. Views of the line.
-func (l *kvList) statsValues(v *msquicStatValues) {
-	for i := range l.pairs {
-		p := &l.pairs[i]
-		if k := msquicStatKey(bstr(l.src[p.ks:p.ke])); k >= 0 {
-			v.val[k], v.has[k] = bstr(l.src[p.vs:p.ve]), true
-		}
-	}
-}
-
-// kvMap is keyValues' map behind the same interface.
+// kvMap is a harness line's key=value fields, each key's last value.
 type kvMap map[string]string
 
-func (m kvMap) get(key string) (string, bool) { v, ok := m[key]; return v, ok }
-
-type kvGetter interface {
-	get(key string) (string, bool)
-}
-
-// kvValue is a copy of key's value that the timeline may keep.
-func kvValue(kv kvGetter, key string) string {
-	v, _ := kv.get(key)
-	return strings.Clone(v)
-}
-
-func asciiSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
-}
-
-func asciiOnly(b []byte) bool {
-	for _, c := range b {
-		if c >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
 // verb handles a harness line's message.
-func (m *msquicParser) verb(verb string, kv kvGetter) error {
+func (m *msquicParser) verb(verb string, kv kvMap) error {
 	t := m.t
 	switch verb {
 	case "STATS":
 		return m.stats(kv)
 	case "CONNECTED":
 		m.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1,
-			From: kvValue(kv, "remote"), To: kvValue(kv, "local"), Detail: "connected"})
+			From: kv["remote"], To: kv["local"], Detail: "connected"})
 	case "SERVER_PEER_ADDR_CHANGED", "PEER_ADDR_CHANGED", "CLIENT_PEER_ADDR_CHANGED":
 		m.meta.LogsAddresses = true
 		m.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1,
-			From: kvValue(kv, "new_remote"), Detail: strings.ToLower(strings.Clone(verb))})
+			From: kv["new_remote"], Detail: strings.ToLower(verb)})
 	}
 	return nil
 }
@@ -411,18 +286,14 @@ type msquicStatValues struct {
 	has [msquicSendMTU + 1]bool
 }
 
-func (m *msquicParser) stats(kv kvGetter) error {
+func (m *msquicParser) stats(kv kvMap) error {
 	var v msquicStatValues
-	if l, ok := kv.(*kvList); ok {
-		l.statsValues(&v)
-	} else {
-		for i := range v.val {
-			key := "send_mtu"
-			if i < msquicSendMTU {
-				key = msquicStats[i].key
-			}
-			v.val[i], v.has[i] = kv.get(key)
+	for i := range v.val {
+		key := "send_mtu"
+		if i < msquicSendMTU {
+			key = msquicStats[i].key
 		}
+		v.val[i], v.has[i] = kv[key]
 	}
 	return m.statsFrom(&v)
 }

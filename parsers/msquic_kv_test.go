@@ -2,7 +2,6 @@ package parsers
 
 import (
 	"bytes"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -30,80 +29,32 @@ var kvSeeds = []string{
 	"1234567=",
 }
 
-// kvPairsOf is l's reading as keyValues gives it: the last value of each key.
-func kvPairsOf(l kvList) map[string]string {
-	m := map[string]string{}
-	for _, p := range l.pairs {
-		m[string(l.src[p.ks:p.ke])] = string(l.src[p.vs:p.ve])
-	}
-	return m
-}
-
-// checkKV: wherever parse says its reading holds (ascii), it is keyValues'
-// map, get answers as the map does for every key the line and STATS name,
-// statsValues gives every STATS key's last value, and the word loop reads
-// as the byte loop does.
+// checkKV: wherever statsSplit takes a line, every STATS key's value is
+// keyValues' (the last value of the key); it refuses only a line with a
+// blank other than a space, a control byte or a byte >= 0x80.
 func checkKV(t *testing.T, s string) {
 	t.Helper()
-	l, ascii := kvList{}.parse([]byte(s))
-	lb, asciiB := kvList{}.parseBytes([]byte(s))
-	if ascii != asciiB || len(l.pairs) != len(lb.pairs) || len(l.pairs) > 0 && !reflect.DeepEqual(l.pairs, lb.pairs) {
-		t.Fatalf("%q: word loop %v %v, byte loop %v %v", s, l.pairs, ascii, lb.pairs, asciiB)
-	}
-	hi := false // ascii means exactly "no byte >= 0x80"
-	for i := 0; i < len(s); i++ {
-		hi = hi || s[i] >= 0x80
-	}
-	if ascii == hi {
-		t.Fatalf("%q: ascii %v with a byte >= 0x80 %v", s, ascii, hi)
-	}
-	if !ascii {
+	var sv msquicStatValues
+	if !statsSplit([]byte(s), &sv) {
+		if plain := strings.IndexFunc(s, func(r rune) bool { return r != ' ' && (r < 0x21 || r > 0x7f) }) < 0; plain {
+			t.Fatalf("%q: statsSplit refused a line of plain ASCII and spaces", s)
+		}
 		return
 	}
 	want := keyValues(s)
-	if got := kvPairsOf(l); !reflect.DeepEqual(got, map[string]string(want)) {
-		t.Fatalf("%q: parse %q, keyValues %q", s, got, want)
-	}
-	keys := []string{"send_mtu", "remote", "local", "new_remote", "", "nope"}
-	for _, g := range msquicStats {
-		keys = append(keys, g.key)
-	}
-	for k := range want {
-		keys = append(keys, k)
-	}
-	for _, k := range keys {
-		gv, gok := l.get(k)
-		wv, wok := want.get(k)
-		if gv != wv || gok != wok {
-			t.Fatalf("%q: get(%q) = %q %v, keyValues %q %v", s, k, gv, gok, wv, wok)
-		}
-	}
-	var v, sv msquicStatValues
-	l.statsValues(&v)
-	var scratch kvList
-	if scratch.split([]byte(s), &sv) {
-		if sv != v {
-			t.Fatalf("%q: split's STATS values %q %v, statsValues %q %v", s, sv.val, sv.has, v.val, v.has)
-		}
-		if len(scratch.pairs) != 0 {
-			t.Fatalf("%q: split with STATS values kept pairs", s)
-		}
-	} else if plain := strings.IndexFunc(s, func(r rune) bool { return r != ' ' && (r < 0x21 || r > 0x7f) }) < 0; plain {
-		t.Fatalf("%q: split refused a line of plain ASCII and spaces", s)
-	}
-	for i := range v.val {
+	for i := range sv.val {
 		key := "send_mtu"
 		if i < msquicSendMTU {
 			key = msquicStats[i].key
 		}
-		wv, wok := want.get(key)
-		if v.val[i] != wv || v.has[i] != wok {
-			t.Fatalf("%q: statsValues %s = %q %v, keyValues %q %v", s, key, v.val[i], v.has[i], wv, wok)
+		wv, wok := want[key]
+		if sv.val[i] != wv || sv.has[i] != wok {
+			t.Fatalf("%q: statsSplit %s = %q %v, keyValues %q %v", s, key, sv.val[i], sv.has[i], wv, wok)
 		}
 	}
 }
 
-func TestKVListParse(t *testing.T) {
+func TestStatsSplit(t *testing.T) {
 	for _, s := range kvSeeds {
 		checkKV(t, s)
 	}
@@ -119,7 +70,7 @@ func TestKVListParse(t *testing.T) {
 }
 
 // FuzzKVList: the word-at-a-time split against keyValues (strings.Fields
-// and strings.Cut), the byte loop, get and statsValues.
+// and strings.Cut).
 func FuzzKVList(f *testing.F) {
 	for _, s := range kvSeeds {
 		f.Add(s)
@@ -160,11 +111,10 @@ func BenchmarkKVList(b *testing.B) {
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	b.ResetTimer()
-	var l kvList
 	var v msquicStatValues
 	for i := 0; i < b.N; i++ {
 		for _, a := range args {
-			if !l.split(a, &v) {
+			if !statsSplit(a, &v) {
 				b.Fatalf("%q: not split", a)
 			}
 		}
