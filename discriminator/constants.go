@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/migaudit/migaudit/data"
 )
@@ -111,19 +110,11 @@ func mergeParams(impl string, trace map[string]int64, user map[string]float64) (
 	return out, used
 }
 
-// canonicalNames memoises canonicalImpl within the process: each trace's
-// analysis asks more than once, and the pins are embedded, so the answer
-// never changes.
-var canonicalNames sync.Map // string → string
-
+// canonicalImpl is the pins' spelling of name (data.CanonicalName reads the
+// names once per process), or name in lower case when it is not pinned.
 func canonicalImpl(name string) string {
-	if v, ok := canonicalNames.Load(name); ok {
-		return v.(string)
-	}
-	c := strings.ToLower(name)
 	if n, err := data.CanonicalName(name); err == nil {
-		c = n
+		return n
 	}
-	canonicalNames.Store(name, c)
-	return c
+	return strings.ToLower(name)
 }
