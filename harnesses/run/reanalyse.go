@@ -74,14 +74,15 @@ func Reanalyse(dir string) (bool, error) {
 				f.an.Trace = prev.Trace
 			}
 		}
+		// As atomicfile.WriteJSON writes it, encoded once.
 		b, err := json.MarshalIndent(f.an, "", "  ")
 		if err != nil {
 			return false, fmt.Errorf("reanalyse %s: %w", p, err)
 		}
-		if bytes.Equal(append(b, '\n'), old) {
+		if b = append(b, '\n'); bytes.Equal(b, old) {
 			continue
 		}
-		if err := WriteJSONAtomic(p, f.an); err != nil {
+		if err := atomicfile.Write(p, b); err != nil {
 			return false, fmt.Errorf("reanalyse %s: %w", p, err)
 		}
 		changed = true
