@@ -131,6 +131,9 @@ func TestCalibrateQuick(t *testing.T) {
 				// the 2 cores): the emulator was not measured, the host was.
 				t.Skipf("host overloaded during calibration, every failure coincided with stalls: %v", err)
 			}
+			if timingSpoiledByHost(err, cal) {
+				t.Skipf("host overloaded during calibration, every failing RTT measurement saw a host stall per 10 echoes or more: %v", err)
+			}
 			t.Fatalf("gate failed: %v", err)
 		}
 		t.Fatal(err)
@@ -187,6 +190,64 @@ func onlyOverload(err error) bool {
 		}
 	}
 	return true
+}
+
+// timingSpoiledByHost: the only failing gate is timing, and in every
+// failing timing measurement (its last attempt) the host stalled the
+// sentinel at least once per 10 echoes. Passing runs here see 1–7 stalls
+// per 100; one that failed all three attempts in CI saw 40–55 on the
+// paths that failed and passed minutes later. The tool's own gate still
+// calls such a failure systematic (it cannot tell without more attempts);
+// the test does not blame the emulator for it.
+func timingSpoiledByHost(err error, cal *Calibration) bool {
+	var ge *GateError
+	if cal == nil || !errors.As(err, &ge) || ge.Gate != "timing" {
+		return false
+	}
+	for name, g := range cal.Gates {
+		if !g.Pass && !g.Skipped && name != "timing" {
+			return false
+		}
+	}
+	failed := 0
+	for _, r := range cal.Timing {
+		if r.Pass {
+			continue
+		}
+		failed++
+		if r.N == 0 || r.HostStalls.Count*10 < r.N {
+			return false
+		}
+	}
+	return failed > 0
+}
+
+func TestTimingSpoiledByHost(t *testing.T) {
+	gate := &GateError{Gate: "timing", Failures: []string{"path A rtt 10ms: median 12.654 ms"}}
+	busy := TimingResult{N: 100, HostStalls: HostStalls{Count: 40}}
+	quiet := TimingResult{N: 100, HostStalls: HostStalls{Count: 3}}
+	cal := func(gates map[string]GateVerdict, rs ...TimingResult) *Calibration {
+		return &Calibration{Gates: gates, Timing: append([]TimingResult{{N: 100, Pass: true}}, rs...)}
+	}
+	timingOnly := map[string]GateVerdict{"timing": {}, "throughput": {Pass: true}}
+	tests := []struct {
+		name string
+		err  error
+		cal  *Calibration
+		want bool
+	}{
+		{"every failure under heavy stalls", gate, cal(timingOnly, busy, busy), true},
+		{"one failure on a quiet host", gate, cal(timingOnly, busy, quiet), false},
+		{"another gate failed too", gate, cal(map[string]GateVerdict{"timing": {}, "throughput": {}}, busy), false},
+		{"not the timing gate", &GateError{Gate: "throughput"}, cal(timingOnly, busy), false},
+		{"no record", gate, nil, false},
+		{"nothing failed in the record", gate, cal(timingOnly), false},
+	}
+	for _, tc := range tests {
+		if got := timingSpoiledByHost(tc.err, tc.cal); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
 
 func TestOnlyOverload(t *testing.T) {
