@@ -23,6 +23,7 @@ func TestParseInterspersed(t *testing.T) {
 		{args: []string{"--impl", "msquic", "a.gz"}, pos: "a.gz", impl: "msquic"},
 		{args: []string{"a.gz", "--impl", "msquic", "b.gz", "--jobs=2"}, pos: "a.gz b.gz", impl: "msquic", jobs: 2},
 		{args: []string{"-impl=x", "a", "--", "--jobs", "3"}, pos: "a --jobs 3", impl: "x"},
+		{args: []string{"a", "--", "b", "--jobs", "3"}, pos: "a b --jobs 3"},
 		{args: []string{"--migration-at", "0s", "a"}, pos: "a", atSet: true},
 		{args: []string{"a", "--migration-at", "5.53s"}, pos: "a", at: 5530 * time.Millisecond, atSet: true},
 		{args: []string{"--param", "S=1452", "a", "--param", "MTU=1500,2"}, pos: "a", params: "[S=1452,MTU=1500,2]"},
