@@ -57,9 +57,9 @@ func TestEndToEnd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.h
 			if tc.name == "quic-go" {
-				// The harness re-executes migaudit's core: build it.
-				exe := filepath.Join(t.TempDir(), "migaudit-core")
-				cmd := exec.Command("go", "build", "-o", exe, "./cmd/migaudit-core")
+				// The harness re-executes migaudit: build it.
+				exe := filepath.Join(t.TempDir(), "migaudit")
+				cmd := exec.Command("go", "build", "-o", exe, "./cmd/migaudit")
 				cmd.Dir = repoRoot(t)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Skipf("cannot build migaudit for the quic-go harness: %v\n%s", err, out)

@@ -1,4 +1,4 @@
-package tracecmd
+package main
 
 import (
 	"bytes"
@@ -9,12 +9,12 @@ import (
 	"testing"
 )
 
-// runAnalyze runs analyze with args as the front does and returns stdout
-// and the error.
-func runAnalyze(t *testing.T, args ...string) (string, error) {
+// analyzeCLI runs `migaudit analyze args…` and returns stdout and the
+// error.
+func analyzeCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	err := Analyze().Execute(args, &out, &bytes.Buffer{})
+	err := execute(append([]string{"analyze"}, args...), &out, &bytes.Buffer{})
 	return out.String(), err
 }
 
@@ -50,7 +50,7 @@ func TestAnalyzeCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := runAnalyze(t, tt.args...)
+			out, err := analyzeCLI(t, tt.args...)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
@@ -77,7 +77,7 @@ func TestAnalyzeJSONIsArrayPerTrace(t *testing.T) {
 		}
 		paths = append(paths, p)
 	}
-	out, err := runAnalyze(t, append([]string{"--impl", "ngtcp2", "--format", "json"}, paths...)...)
+	out, err := analyzeCLI(t, append([]string{"--impl", "ngtcp2", "--format", "json"}, paths...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestAnalyzeJSONIsArrayPerTrace(t *testing.T) {
 }
 
 func TestAnalyzeAbsentFile(t *testing.T) {
-	_, err := runAnalyze(t, "--impl", "quic-go", filepath.Join(t.TempDir(), "none.sqlog"))
+	_, err := analyzeCLI(t, "--impl", "quic-go", filepath.Join(t.TempDir(), "none.sqlog"))
 	if err == nil || !strings.Contains(err.Error(), "none.sqlog") {
 		t.Errorf("analyze of an absent file: err = %v, want one naming the file", err)
 	}

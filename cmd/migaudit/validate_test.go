@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,10 +40,10 @@ func TestValidateUnverifiableExitCode(t *testing.T) {
 	}
 	mirrors := t.TempDir()
 	base := []string{"validate", "--file", p, "--no-record", "--mirrors", mirrors}
-	if code := run(base); code != 1 {
+	if code := run(base, io.Discard, io.Discard); code != 1 {
 		t.Errorf("validate with an unverifiable commit exited %d, want 1", code)
 	}
-	if code := run(append(base, "--allow-unverifiable")); code != 0 {
+	if code := run(append(base, "--allow-unverifiable"), io.Discard, io.Discard); code != 0 {
 		t.Errorf("validate --allow-unverifiable exited %d, want 0", code)
 	}
 }

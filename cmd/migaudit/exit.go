@@ -1,6 +1,7 @@
-// Package cli holds how both of migaudit's executables end: every failure
-// is one line on standard error, with the exit status the command chose.
-package cli
+package main
+
+// How migaudit ends: every failure is one line on standard error, with the
+// exit status the command chose.
 
 import (
 	"errors"

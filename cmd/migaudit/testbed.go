@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/migaudit/migaudit/cmd/internal/cli"
-
 	"context"
 	"fmt"
 	"os"
@@ -188,7 +186,7 @@ gate exits 2 naming the gate and the numbers. Every tolerance is a veto here (st
 			if ctx.Err() != nil {
 				return fmt.Errorf("calibrate interrupted after %v: %w", time.Since(start).Round(time.Second), err)
 			}
-			return &cli.ExitError{Code: 2, Err: err}
+			return &ExitError{Code: 2, Err: err}
 		}
 		return nil
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/migaudit/migaudit/cmd/internal/cli"
-
 	"context"
 	"fmt"
 	"os"
@@ -187,13 +185,13 @@ func runLive(ctx context.Context, cmd *cobra.Command, o liverun.Options) error {
 		}
 	}
 	if spoiled > 0 {
-		return &cli.ExitError{Code: 3, Err: fmt.Errorf("%d of %d repetitions valid: %d still SPOILED by the host after %d re-run(s) each (%s). "+
+		return &ExitError{Code: 3, Err: fmt.Errorf("%d of %d repetitions valid: %d still SPOILED by the host after %d re-run(s) each (%s). "+
 			"The machine could not run the emulator on time inside the verdict's window (load %s). Fix: stop the CPU-heavy work beside it "+
 			"(or run on a quieter machine), or allow more re-runs with --retries; every attempt is kept in %s",
 			sum.Wanted-bad, sum.Wanted, spoiled, max(o.Retries, 0), strings.Join(stalls, " | "), loadNow(), o.Out)}
 	}
 	if bad > 0 {
-		return &cli.ExitError{Code: 3, Err: fmt.Errorf("%d of %d repetitions not VALID (kept in %s, excluded from the verdict)", bad, len(sum.Reps), o.Out)}
+		return &ExitError{Code: 3, Err: fmt.Errorf("%d of %d repetitions not VALID (kept in %s, excluded from the verdict)", bad, len(sum.Reps), o.Out)}
 	}
 	return nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/migaudit/migaudit/cmd/internal/cli"
-
 	"fmt"
 	"strings"
 	"time"
@@ -71,7 +69,7 @@ fails; 1 otherwise. --update writes the rebuilt survey over the committed one
 			}
 			fmt.Fprintln(w, res.Validation.String())
 			if !res.OK() {
-				return &cli.ExitError{Code: 1, Err: fmt.Errorf("reproduce: %d fields differ, %s", len(res.Diffs), res.Validation)}
+				return &ExitError{Code: 1, Err: fmt.Errorf("reproduce: %d fields differ, %s", len(res.Diffs), res.Validation)}
 			}
 			return nil
 		},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -38,7 +39,7 @@ data/survey.schema.json and writes it atomically.`,
 			if err != nil {
 				return err
 			}
-			cmd.Printf("wrote %s: %d implementations, %d disagreements; %s\n", o.Out, len(s.Implementations), len(s.Disagreements), s.CrossCutting.F1.Statement)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d implementations, %d disagreements; %s\n", o.Out, len(s.Implementations), len(s.Disagreements), s.CrossCutting.F1.Statement)
 			return nil
 		},
 	}

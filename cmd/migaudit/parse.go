@@ -1,21 +1,18 @@
-package tracecmd
+package main
 
 import (
-	"flag"
-	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/migaudit/migaudit/parsers"
 )
 
-// Parse returns the parse command.
-func Parse() *Command {
+func init() { register(newParseCmd) }
+
+func newParseCmd() *cobra.Command {
 	var opt parsers.DumpOptions
-	f := flag.NewFlagSet("parse", flag.ContinueOnError)
-	f.StringVar(&opt.Format, "format", "", "trace format (default: detect from content): "+strings.Join(parsers.Formats(), ", "))
-	f.BoolVar(&opt.JSON, "json", false, "print the summary as JSON")
-	f.BoolVar(&opt.All, "dump", false, "print every sample, event and warning as a JSON line")
-	return &Command{
+	cmd := &cobra.Command{
 		Use:   "parse TRACE [TRACE…]",
 		Short: "Parse traces into the timeline model and summarise (or dump) what they yield",
 		Long: `parse reads each trace (qlog, msquic stdout log or timeline CSV; gzip is
@@ -29,10 +26,14 @@ Formats: ` + strings.Join(parsers.Formats(), ", "),
   migaudit parse study/traces/ngtcp2_server.sqlog.gz
   migaudit parse --json study/traces/*.gz
   migaudit parse --dump --format timeline-csv run1.csv | grep '"sample"'`,
-		Flags:   f,
-		MinArgs: 1,
-		Run: func(stdout, _ io.Writer, args []string) error {
-			return parsers.Dump(stdout, args, opt)
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return parsers.Dump(cmd.OutOrStdout(), args, opt)
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&opt.Format, "format", "", "trace format (default: detect from content): "+strings.Join(parsers.Formats(), ", "))
+	f.BoolVar(&opt.JSON, "json", false, "print the summary as JSON")
+	f.BoolVar(&opt.All, "dump", false, "print every sample, event and warning as a JSON line")
+	return cmd
 }

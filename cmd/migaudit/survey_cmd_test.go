@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,7 +51,7 @@ func TestSurveyCommandsExitCodes(t *testing.T) {
 		{[]string{"validate", "--file", p, "--no-record", "--mirrors", t.TempDir()}, false},
 	}
 	for _, tc := range tests {
-		if code := run(tc.args); (code == 0) != tc.ok {
+		if code := run(tc.args, io.Discard, io.Discard); (code == 0) != tc.ok {
 			t.Errorf("%v exited %d", tc.args, code)
 		}
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/migaudit/migaudit/cmd/internal/cli"
-
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,10 +43,10 @@ Pins are compared with data/implementations.json (embedded; --pins for another f
 				return err
 			}
 			if sum.Failed > 0 {
-				return &cli.ExitError{Code: 1, Err: fmt.Errorf("validate: %s", sum)}
+				return &ExitError{Code: 1, Err: fmt.Errorf("validate: %s", sum)}
 			}
 			if sum.Unverifiable > 0 && !allowUnverifiable {
-				return &cli.ExitError{Code: 1, Err: fmt.Errorf("validate: %s: an unverifiable claim is not a verified one (give the missing sources, or --allow-unverifiable to accept)", sum)}
+				return &ExitError{Code: 1, Err: fmt.Errorf("validate: %s: an unverifiable claim is not a verified one (give the missing sources, or --allow-unverifiable to accept)", sum)}
 			}
 			return nil
 		},
