@@ -2,33 +2,45 @@ package render
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/migaudit/migaudit/discriminator"
 )
 
-func TestProgressLine(t *testing.T) {
-	var b bytes.Buffer
-	p := newProgress(&b, 10)
-	for range 3 {
-		p.add()
+// TestProgress: with a progress writer and several traces, the bar counts
+// the traces and is erased at the end, so that nothing of it is left on
+// the line the output continues on; the analyses themselves go to stdout
+// untouched.
+func TestProgress(t *testing.T) {
+	dir := t.TempDir()
+	var traces []string
+	for i := range 3 {
+		p := filepath.Join(dir, "t"+string(rune('a'+i))+".csv")
+		writeTrace(t, p, i)
+		traces = append(traces, p)
 	}
-	frames := strings.Split(b.String(), "\r")[1:]
-	if len(frames) != 4 {
-		t.Fatalf("want 4 frames (start and 3 traces), got %q", frames)
+	at := 5 * time.Second
+	opt := discriminator.Options{Impl: "msquic", MigrationAt: &at}
+	var out, plain, bar bytes.Buffer
+	if err := Run(&plain, RunOptions{Traces: traces, Format: "json", Analysis: opt}); err != nil {
+		t.Fatal(err)
 	}
-	if want := "analyze  3/10 [=========>                    ]"; frames[3] != want {
-		t.Errorf("after 3 of 10: %q, want %q", frames[3], want)
+	if err := Run(&out, RunOptions{Traces: traces, Format: "json", Analysis: opt, Progress: &bar}); err != nil {
+		t.Fatal(err)
 	}
-	for range 7 {
-		p.add()
+	if !bytes.Equal(out.Bytes(), plain.Bytes()) {
+		t.Errorf("the progress bar changed the output")
 	}
-	last := strings.Split(b.String(), "\r")
-	if want := "analyze 10/10 [" + strings.Repeat("=", 30) + "]"; last[len(last)-1] != want {
-		t.Errorf("at the end: %q, want %q", last[len(last)-1], want)
+	frames := strings.Split(bar.String(), "\r")
+	for _, want := range []string{"analyze", "(1/3)", "(2/3)"} { // the last step erases the bar
+		if !strings.Contains(bar.String(), want) {
+			t.Errorf("progress lacks %q: %q", want, bar.String())
+		}
 	}
-	b.Reset()
-	p.finish()
-	if got := b.String(); got != "\r"+strings.Repeat(" ", len(last[len(last)-1]))+"\r" {
-		t.Errorf("finish does not erase the line: %q", got)
+	if last := frames[len(frames)-1]; strings.TrimSpace(last) != "" {
+		t.Errorf("progress bar not erased at the end: last frame %q", last)
 	}
 }
