@@ -48,7 +48,7 @@ func TestSurveyCommandsExitCodes(t *testing.T) {
 		{[]string{"report", "--file", p, "--impl", "nosuch"}, false},
 		// the fixture's evidence lives nowhere: nothing can PASS, nothing is
 		// faked either; its hand-made figures fail against absent files
-		{[]string{"validate", "--file", p, "--no-record", "--mirrors", t.TempDir()}, false},
+		{[]string{"validate", "--file", p, "--mirrors", t.TempDir()}, false},
 	}
 	for _, tc := range tests {
 		if code := run(tc.args, io.Discard, io.Discard); (code == 0) != tc.ok {

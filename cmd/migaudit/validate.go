@@ -13,7 +13,6 @@ func init() { register(newValidateCmd) }
 
 func newValidateCmd() *cobra.Command {
 	o := validator.Options{}
-	noRecord := false
 	allowUnverifiable := false
 	cmd := &cobra.Command{
 		Use:   "validate",
@@ -24,12 +23,14 @@ project's runs; the study's traces out of its repository at the commit
 data/study.json pins, or --evidence DIR) — with its own git
 reading, symbol counting and trace readers (it shares no code with audit/,
 parsers/ or discriminator/). It prints PASS, FAIL or UNVERIFIABLE per claim with
-the figure it found, then "N passed, N failed, N unverifiable", records the counts
-in the file, and exits 1 on any FAIL. A claim whose source is absent is
+the figure it found, then "N passed, N failed, N unverifiable", and exits 1 on any
+FAIL. It judges the file without changing it; --record writes the counts into its
+validation block (atomically). A claim whose source is absent is
 UNVERIFIABLE, never PASS, and also exits 1 unless --allow-unverifiable is given.
 Pins are compared with data/implementations.json (embedded; --pins for another file).`,
-		Example: `  migaudit validate --mirrors ~/mirrors`,
-		Args:    cobra.NoArgs,
+		Example: `  migaudit validate --mirrors ~/mirrors
+  migaudit validate --mirrors ~/mirrors --record   # after a rebuild of the survey`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Mirrors == "" {
 				o.Mirrors = os.Getenv("MIGAUDIT_MIRRORS")
@@ -37,10 +38,12 @@ Pins are compared with data/implementations.json (embedded; --pins for another f
 			if o.RepoRoot == "" {
 				o.RepoRoot = filepath.Dir(filepath.Dir(o.Path))
 			}
-			o.Record = !noRecord
 			sum, err := validator.Run(o, cmd.OutOrStdout())
 			if err != nil {
 				return err
+			}
+			if o.Record {
+				fmt.Fprintf(cmd.OutOrStdout(), "recorded in %s: %s\n", o.Path, sum)
 			}
 			if sum.Failed > 0 {
 				return &ExitError{Code: 1, Err: fmt.Errorf("validate: %s", sum)}
@@ -55,7 +58,7 @@ Pins are compared with data/implementations.json (embedded; --pins for another f
 	cmd.Flags().StringVar(&o.Mirrors, "mirrors", "", "directory of upstream mirrors <owner>+<name>/repo (default $MIGAUDIT_MIRRORS)")
 	cmd.Flags().StringVar(&o.Evidence, "evidence", "", "a directory of the study's files (migaudit study extract) instead of its repository")
 	cmd.Flags().StringVar(&o.RepoRoot, "repo", "", "repository root for data/evidence paths (default: two levels above --file)")
-	cmd.Flags().BoolVar(&noRecord, "no-record", false, "do not write the counts into the file")
+	cmd.Flags().BoolVar(&o.Record, "record", false, "write the counts into the file's validation block")
 	cmd.Flags().BoolVar(&allowUnverifiable, "allow-unverifiable", false, "exit 0 when claims are UNVERIFIABLE but none FAIL")
 	cmd.Flags().StringVar(&o.Pins, "pins", "", "pins file to compare commits with (default: data/implementations.json, embedded)")
 	return cmd

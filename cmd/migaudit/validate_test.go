@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,11 +41,37 @@ func TestValidateUnverifiableExitCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	mirrors := t.TempDir()
-	base := []string{"validate", "--file", p, "--no-record", "--mirrors", mirrors}
+	base := []string{"validate", "--file", p, "--mirrors", mirrors}
 	if code := run(base, io.Discard, io.Discard); code != 1 {
 		t.Errorf("validate with an unverifiable commit exited %d, want 1", code)
 	}
 	if code := run(append(base, "--allow-unverifiable"), io.Discard, io.Discard); code != 0 {
 		t.Errorf("validate --allow-unverifiable exited %d, want 0", code)
+	}
+}
+
+// validate judges the file without changing it; --record writes the counts
+// into its validation block and says so.
+func TestValidateRecordsOnlyWhenAsked(t *testing.T) {
+	p := surveyFile(t)
+	before, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"validate", "--file", p, "--mirrors", t.TempDir(), "--allow-unverifiable"}
+	var out bytes.Buffer
+	run(base, &out, io.Discard) // the fixture's claims need not hold here: only the file matters
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, before) {
+		t.Errorf("validate without --record changed %s", p)
+	}
+	out.Reset()
+	var errOut bytes.Buffer
+	run(append(base, "--record"), &out, &errOut)
+	b, _ := os.ReadFile(p)
+	if !strings.Contains(string(b), `"validation"`) || !strings.Contains(string(b), `"unverifiable"`) {
+		t.Errorf("validate --record did not write the counts:\n%s", b)
+	}
+	if !strings.Contains(out.String(), "recorded in "+p) {
+		t.Errorf("validate --record does not say where it recorded:\n%s%s", out.String(), errOut.String())
 	}
 }
