@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/migaudit/migaudit/survey/reproduce"
+	"github.com/migaudit/migaudit/reproduce"
 	"github.com/migaudit/migaudit/survey/tables"
 	"github.com/spf13/cobra"
 )

@@ -4,6 +4,10 @@
 // and the committed evidence into a temporary file, validates it with the
 // independent validator, and compares it field by field with the
 // committed data/survey_results.json.
+//
+// It is a stage of its own, above survey/ and validator/: the one package
+// that uses both the builder and the independent validator, so that
+// neither imports the other and nothing under survey/ points back up.
 package reproduce
 
 import (

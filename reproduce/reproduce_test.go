@@ -43,7 +43,7 @@ func newWorld(t *testing.T) *world {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	t.Setenv("MIGAUDIT_MIRRORS", "")
 	w := &world{root: t.TempDir(), mirrors: t.TempDir()}
-	schema, err := os.ReadFile("../../data/survey.schema.json")
+	schema, err := os.ReadFile("../data/survey.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func realOptions(tb testing.TB) Options {
 	if m == "" {
 		tb.Skip("MIGAUDIT_MIRRORS not set: reproducing the committed survey needs the fourteen implementations' and the study's mirrors")
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs("..")
 	if err != nil {
 		tb.Fatal(err)
 	}
