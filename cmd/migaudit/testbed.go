@@ -150,7 +150,8 @@ func newTestbedCalibrateCmd() *cobra.Command {
   3 dispersion  trains of K=16 probes, leading ones the bucket passes unshaped discarded: ±2 %
   4 isolation   per-path counters: bound-to-A uses A only, B likewise, unbound follows the route flip
 It uses the testbed that is up (--name, or the only one) or brings one up for itself.
-The record (JSON, every figure) goes to --out or calibration-<name>-<UTC>.json; a failing
+The record (JSON, every figure) goes to --out or results/calibration-<name>-<UTC>.json
+(its path printed at the end); a failing
 gate exits 2 naming the gate and the numbers. Every tolerance is a veto here (strict);
 --sanity judges only systematic faults, as migaudit run does before its repetitions.`,
 		Example: `  migaudit testbed calibrate --quick
