@@ -12,8 +12,8 @@ package reproduce
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/migaudit/migaudit/data/mirrors"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,7 +22,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/migaudit/migaudit/audit"
-	"github.com/migaudit/migaudit/audit/gitsrc"
 	_ "github.com/migaudit/migaudit/audit/rules" // the rules the rebuild audits with, as the CLI registers them
 	"github.com/migaudit/migaudit/data"
 	"github.com/migaudit/migaudit/survey"
@@ -68,8 +67,9 @@ type Result struct {
 // OK is true when the rebuilt survey is identical and nothing failed.
 func (r Result) OK() bool { return len(r.Diffs) == 0 && r.Validation.Failed == 0 }
 
-// ErrSource marks a pinned source that could not be opened.
-var ErrSource = errors.New("source unavailable")
+// ErrSource marks a pinned source that could not be opened: every
+// command's mirrors.ErrNoSource.
+var ErrSource = mirrors.ErrNoSource
 
 // Run reproduces the survey and prints the outcome to w.
 func Run(ctx context.Context, o Options, w io.Writer) (Result, error) {
@@ -82,9 +82,6 @@ func Run(ctx context.Context, o Options, w io.Writer) (Result, error) {
 	schema := filepath.Join(o.RepoRoot, "data", survey.SchemaFile)
 	if _, err := os.Stat(schema); err != nil {
 		return res, fmt.Errorf("reproduce: schema: %w", err)
-	}
-	if o.Mirrors == "" {
-		o.Mirrors = os.Getenv(gitsrc.MirrorsEnv)
 	}
 	if o.Open == nil {
 		o.Open = openSource
@@ -183,12 +180,12 @@ func Run(ctx context.Context, o Options, w io.Writer) (Result, error) {
 
 // openSource opens upstream at commit from a mirror, else a clone in the
 // cache (cloned on first use), and returns the repository directory.
-func openSource(upstream, mirrors, commit string) (string, error) {
-	r, err := studysrc.Locate(upstream, mirrors, "")
+func openSource(upstream, list, commit string) (string, error) {
+	r, err := studysrc.Locate(upstream, list, "")
 	if err != nil {
-		where := "no --mirrors and no $" + gitsrc.MirrorsEnv
-		if mirrors != "" {
-			where = "no mirror under " + mirrors
+		where := "no --mirrors and no $" + mirrors.Env
+		if list != "" {
+			where = "no mirror under " + list
 		}
 		return "", fmt.Errorf("%w: %s: %s, no clone in the cache, and cloning failed: %v", ErrSource, upstream, where, oneLine(err))
 	}

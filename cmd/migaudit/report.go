@@ -33,7 +33,7 @@ caveats. With --out the plots are written beside the Markdown file.`,
 	cmd.Flags().StringVar(&o.Impl, "impl", "", "implementation to report on")
 	cmd.Flags().StringVar(&o.Out, "out", "", "Markdown file to write (plots beside it); default stdout without plots")
 	cmd.Flags().StringVar(&o.Evidence, "evidence", "", "a directory of the study's files (migaudit study extract) instead of its repository")
-	cmd.Flags().StringVar(&o.Mirrors, "mirrors", "", "directory of mirrors <owner>+<name>/repo holding the study's repository (default $MIGAUDIT_MIRRORS, then the cache clone)")
+	addMirrorsFlag(cmd, &o.Mirrors, "directories of mirrors <owner>+<name>/repo holding the study's repository, searched before the cache clone")
 	cmd.Flags().StringVar(&o.StudySource, "study-source", "", "a clone or bare mirror of the study's repository")
 	cmd.Flags().StringVar(&o.RepoRoot, "repo", "", "repository root for data/evidence paths (default: two levels above --file)")
 	cmd.MarkFlagRequired("impl")

@@ -74,7 +74,7 @@ fails; 1 otherwise. --update writes the rebuilt survey over the committed one
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.Mirrors, "mirrors", "", "directory of upstream mirrors <owner>+<name>/repo (default $MIGAUDIT_MIRRORS; without one, sources are cloned into the user cache directory)")
+	addMirrorsFlag(cmd, &o.Mirrors, "directories of upstream mirrors <owner>+<name>/repo; without one, sources are cloned into the user cache directory")
 	cmd.Flags().StringVar(&o.RepoRoot, "repo", "", "repository root holding data/ (default: the current directory)")
 	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "print every validator check, not only FAIL and UNVERIFIABLE")
 	cmd.Flags().BoolVar(&o.Update, "update", false, "write the rebuilt survey over data/survey_results.json when no check fails")

@@ -84,7 +84,7 @@ func newStudyExtractCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", out, "directory to write into (traces/…, timelines/…, phase1/…)")
-	cmd.Flags().StringVar(&o.Mirrors, "mirrors", "", "directory of mirrors <owner>+<name>/repo (default $MIGAUDIT_MIRRORS; else a clone in the user cache directory)")
+	addMirrorsFlag(cmd, &o.Mirrors, "directories of mirrors <owner>+<name>/repo, searched before a clone in the user cache directory")
 	cmd.Flags().StringVar(&o.Source, "source", "", "a clone or bare mirror of the study's repository")
 	return cmd
 }

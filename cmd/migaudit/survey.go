@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/migaudit/migaudit/survey/build"
@@ -29,9 +28,6 @@ data/survey.schema.json and writes it atomically.`,
   migaudit survey --results results/quic-go-20261202T160000Z --out /tmp/s.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Mirrors == "" {
-				o.Mirrors = os.Getenv("MIGAUDIT_MIRRORS")
-			}
 			if o.RepoRoot == "" {
 				o.RepoRoot = filepath.Dir(filepath.Dir(o.Out))
 			}
@@ -44,7 +40,7 @@ data/survey.schema.json and writes it atomically.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Out, "out", "data/survey_results.json", "results file (the schema data/survey.schema.json must sit beside it)")
-	cmd.Flags().StringVar(&o.Mirrors, "mirrors", "", "directory of upstream mirrors <owner>+<name>/repo (default $MIGAUDIT_MIRRORS)")
+	addMirrorsFlag(cmd, &o.Mirrors, "directories of upstream mirrors <owner>+<name>/repo")
 	cmd.Flags().StringVar(&o.Evidence, "evidence", "", "a directory of the study's files (migaudit study extract) instead of its repository")
 	cmd.Flags().StringVar(&o.StudySource, "study-source", "", "a clone or bare mirror of the study's repository")
 	cmd.Flags().StringSliceVar(&o.Results, "results", nil, "run or evidence directories holding rep<N>/ (default data/evidence/*)")

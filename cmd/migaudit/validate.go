@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/migaudit/migaudit/validator"
@@ -32,9 +31,6 @@ Pins are compared with data/implementations.json (embedded; --pins for another f
   migaudit validate --mirrors ~/mirrors --record   # after a rebuild of the survey`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Mirrors == "" {
-				o.Mirrors = os.Getenv("MIGAUDIT_MIRRORS")
-			}
 			if o.RepoRoot == "" {
 				o.RepoRoot = filepath.Dir(filepath.Dir(o.Path))
 			}
@@ -55,7 +51,7 @@ Pins are compared with data/implementations.json (embedded; --pins for another f
 		},
 	}
 	cmd.Flags().StringVar(&o.Path, "file", "data/survey_results.json", "survey results to validate")
-	cmd.Flags().StringVar(&o.Mirrors, "mirrors", "", "directory of upstream mirrors <owner>+<name>/repo (default $MIGAUDIT_MIRRORS)")
+	addMirrorsFlag(cmd, &o.Mirrors, "directories of upstream mirrors <owner>+<name>/repo")
 	cmd.Flags().StringVar(&o.Evidence, "evidence", "", "a directory of the study's files (migaudit study extract) instead of its repository")
 	cmd.Flags().StringVar(&o.RepoRoot, "repo", "", "repository root for data/evidence paths (default: two levels above --file)")
 	cmd.Flags().BoolVar(&o.Record, "record", false, "write the counts into the file's validation block")

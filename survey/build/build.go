@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/migaudit/migaudit/audit"
-	"github.com/migaudit/migaudit/audit/gitsrc"
 	"github.com/migaudit/migaudit/audit/query"
 	"github.com/migaudit/migaudit/data"
+	"github.com/migaudit/migaudit/data/mirrors"
 	"github.com/migaudit/migaudit/discriminator"
 	"github.com/migaudit/migaudit/survey"
 	"github.com/migaudit/migaudit/survey/studysrc"
@@ -154,17 +154,14 @@ func logf(w io.Writer, format string, a ...any) {
 	}
 }
 
-// mirrorFor finds the mirror of upstream under dir.
-func mirrorFor(dir, upstream string) string {
-	if dir == "" {
-		dir = os.Getenv(gitsrc.MirrorsEnv)
+// mirrorFor finds the mirror of upstream under the mirror directories
+// handed down in list ("" when none is found).
+func mirrorFor(list, upstream string) string {
+	d, err := mirrors.Find(list, upstream)
+	if err != nil {
+		return ""
 	}
-	for _, c := range gitsrc.Candidates(dir, upstream) {
-		if st, err := os.Stat(c); err == nil && st.IsDir() {
-			return c
-		}
-	}
-	return ""
+	return d
 }
 
 func buildImpl(ctx context.Context, o Options, pin data.Implementation, reps []runRep, w io.Writer) (survey.Implementation, error) {
