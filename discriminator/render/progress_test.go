@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +14,7 @@ import (
 // the line the output continues on; the analyses themselves go to stdout
 // untouched.
 func TestProgress(t *testing.T) {
-	dir := t.TempDir()
-	var traces []string
-	for i := range 3 {
-		p := filepath.Join(dir, "t"+string(rune('a'+i))+".csv")
-		writeTrace(t, p, i)
-		traces = append(traces, p)
-	}
+	traces := writeTraces(t, t.TempDir(), 3)
 	at := 5 * time.Second
 	opt := discriminator.Options{Impl: "msquic", MigrationAt: &at}
 	var out, plain, bar bytes.Buffer
