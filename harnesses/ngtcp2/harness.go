@@ -191,8 +191,14 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		"--max-dyn-length=" + strconv.FormatInt(size, 10),
 		"-d", htdocs, "--timeout=30s",
 		srvIP, strconv.Itoa(Port), keyPath, certPath}
-	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Dir: env.Dir,
-		Cmd: env.Net.Command(ctx, env.Net.ServerNS(), h.Server, srvArgs...)})
+	srvCmd := env.Net.Command(ctx, env.Net.ServerNS(), h.Server, srvArgs...)
+	if env.KeyLog != "" {
+		// GnuTLS (not the example program) writes the NSS key log named by
+		// SSLKEYLOGFILE.
+		srvCmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+env.KeyLog)
+		res.KeyLogBy = "server"
+	}
+	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Dir: env.Dir, Cmd: srvCmd})
 	if err != nil {
 		return res, err
 	}

@@ -110,7 +110,10 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	var once sync.Once
 	srvCmd := env.Net.Command(ctx, env.Net.ServerNS(), exe, "__harness", "quic-go", "server",
 		"--listen", srvAddr, "--qlog", filepath.Join(env.Dir, "server.sqlog"),
-		"--linger", "10s")
+		"--linger", "10s", "--keylog", env.KeyLog)
+	if env.KeyLog != "" {
+		res.KeyLogBy = "server"
+	}
 	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Cmd: srvCmd, Dir: env.Dir,
 		OnStdout: func(line string) {
 			var ev Event

@@ -227,7 +227,11 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		"--cc", cc,
 		"--max-send-udp-payload", strconv.Itoa(MaxSendUDPPayload),
 		"--body-bytes", strconv.FormatInt(size, 10),
-		"--deadline-ms", strconv.FormatInt((deadline+30*time.Second).Milliseconds(), 10))
+		"--deadline-ms", strconv.FormatInt((deadline+30*time.Second).Milliseconds(), 10),
+		"--keylog", env.KeyLog)
+	if env.KeyLog != "" {
+		res.KeyLogBy = "server"
+	}
 	srvCmd.Dir = h.dir
 	srvCmd.Env = pemEnv
 	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Cmd: srvCmd, Dir: env.Dir,

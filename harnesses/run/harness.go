@@ -152,6 +152,11 @@ type RepEnv struct {
 	// SelfExe is the migaudit executable, for harnesses whose client and
 	// server are migaudit's own hidden subcommands.
 	SelfExe string
+	// KeyLog is the absolute path (Dir/keylog.txt) where at least one
+	// endpoint writes the connection's TLS secrets in the NSS key log format
+	// (server preferred; both may append), so the wire capture can be
+	// decrypted. The harness says which endpoint did in RepResult.KeyLogBy.
+	KeyLog string
 	// Progress, when non-nil, is called with bytes downloaded so far and the
 	// body size; it must be cheap.
 	Progress func(done, total int64)
@@ -209,6 +214,9 @@ type RepResult struct {
 	ReceivedBytes int64 `json:"received_bytes"`
 	// Completed is true when the client received the whole body.
 	Completed bool `json:"completed"`
+	// KeyLogBy names the endpoint that was told to write RepEnv.KeyLog
+	// ("server", "client", "both"); empty when none can.
+	KeyLogBy string `json:"keylog_by,omitempty"`
 	// Version is the implementation version actually run.
 	Version string   `json:"version"`
 	Notes   []string `json:"notes,omitempty"`

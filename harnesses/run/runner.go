@@ -253,7 +253,9 @@ type Manifest struct {
 	// and the host stalls, over the whole repetition and the verdict's
 	// window, with the rule applied (see docs/testbed.md).
 	Fidelity *Fidelity `json:"fidelity,omitempty"`
-	Status   string    `json:"status"` // VALID, INVALID, FAILED, SPOILED
+	// KeyLog describes the TLS key log an endpoint wrote (keylog.txt).
+	KeyLog *KeyLog `json:"keylog,omitempty"`
+	Status string  `json:"status"` // VALID, INVALID, FAILED, SPOILED
 	// SpoiledReason says why a SPOILED repetition does not count.
 	SpoiledReason string `json:"spoiled_reason,omitempty"`
 	Error         string `json:"error,omitempty"`
@@ -324,8 +326,9 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 		}
 		_ = bar.Set64(done)
 	}
+	keyLog, _ := filepath.Abs(filepath.Join(dir, KeyLogFile))
 	res, err := h.RunRep(ctx, RepEnv{Net: netw, Scenario: o.Scenario, CC: o.CC, Transfer: o.Transfer, MigrateAt: o.MigrateAt,
-		BackAfter: o.BackAfter, Dir: dir, Index: i, SelfExe: o.SelfExe, Progress: progress})
+		BackAfter: o.BackAfter, Dir: dir, Index: i, SelfExe: o.SelfExe, KeyLog: keyLog, Progress: progress})
 	barMu.Lock()
 	if bar != nil {
 		_ = bar.Finish()
@@ -400,6 +403,8 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 		rs.Status = "VALID"
 	}
 	man.Status = rs.Status
+	kl := DescribeKeyLog(dir, res.KeyLogBy)
+	man.KeyLog = &kl
 	man.Files = listFiles(dir)
 	if werr := WriteJSONAtomic(filepath.Join(dir, "manifest.json"), man); werr != nil && rs.Error == "" {
 		rs.Error = werr.Error()
