@@ -197,6 +197,9 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	size := int64(float64(rate) / 8 * env.Transfer.Seconds() * 0.9)
 	res.BodyBytes = size
 	res.Settings["cc"] = cc
+	if env.KeyLog != "" {
+		res.KeyLogBy = "server" // QUIC_PARAM_CONN_TLS_SECRETS, written at CONNECTED
+	}
 	res.Settings["body_bytes"] = strconv.FormatInt(size, 10)
 	res.Settings["poll_interval"] = PollInterval.String()
 
@@ -217,7 +220,8 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	var readyOnce sync.Once
 	var serverPeer string
 	srvArgs := []string{"server", "--listen", net.JoinHostPort(srvIP, strconv.Itoa(Port)), "--cert", certPath, "--key", keyPath,
-		"--body", strconv.FormatInt(size, 10), "--timeline", filepath.Join(env.Dir, "server.csv"), "--cc", cc, "--poll-us", pollUS}
+		"--body", strconv.FormatInt(size, 10), "--timeline", filepath.Join(env.Dir, "server.csv"), "--cc", cc, "--poll-us", pollUS,
+		"--keylog", env.KeyLog}
 	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Dir: env.Dir,
 		Cmd: env.Net.Command(ctx, env.Net.ServerNS(), bin, srvArgs...),
 		OnStdout: func(s string) {

@@ -253,10 +253,13 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		}
 	}
 	var served int64 = -1
+	if env.KeyLog != "" {
+		res.KeyLogBy = "server" // picoquic_set_key_log_file
+	}
 	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Dir: env.Dir,
 		Cmd: env.Net.Command(ctx, env.Net.ServerNS(), bin, "server", "--addr", srvIP, "--port", strconv.Itoa(Port),
 			"--cert", certPath, "--key", keyPath, "--qlog", qs, "--cc", cc, "--body", strconv.FormatInt(size, 10),
-			"--timeout-ms", strconv.FormatInt(timeout.Milliseconds(), 10)),
+			"--timeout-ms", strconv.FormatInt(timeout.Milliseconds(), 10), "--keylog", env.KeyLog),
 		OnStdout: onEvent("server", func(ev Event) {
 			mu.Lock()
 			defer mu.Unlock()
