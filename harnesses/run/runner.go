@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/migaudit/migaudit/data"
@@ -18,7 +17,6 @@ import (
 	"github.com/migaudit/migaudit/discriminator"
 	"github.com/migaudit/migaudit/parsers"
 	"github.com/migaudit/migaudit/parsers/timeline"
-	"github.com/schollz/progressbar/v3"
 )
 
 // Calibration is what the network factory reports about the emulator.
@@ -53,8 +51,11 @@ type Options struct {
 	BackAfter       time.Duration
 	SelfExe         string
 	NewNet          NetFactory
-	// Progress shows a bar per repetition on Stderr.
+	// Progress shows each repetition's download on Stderr: a bar redrawn in
+	// place when Terminal is set, else one plain line per step (a log file,
+	// a pipe or CI gets no redraws).
 	Progress bool
+	Terminal bool
 	// Retries bounds the extra attempts per wanted repetition when one is
 	// SPOILED (its emulation fidelity did not hold in the verdict's
 	// window): 0 means DefaultRetries, a negative value none.
@@ -307,33 +308,11 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 		wallToMono = monoStart - time.Now().UnixNano()
 	}
 
-	var bar *progressbar.ProgressBar
-	var barMu sync.Mutex
-	progress := func(done, total int64) {
-		if !o.Progress {
-			return
-		}
-		barMu.Lock()
-		defer barMu.Unlock()
-		if bar == nil {
-			bar = progressbar.NewOptions64(total,
-				progressbar.OptionSetWriter(stderr),
-				progressbar.OptionSetDescription(fmt.Sprintf("%s %s rep %d/%d", h.Name(), o.Scenario, i, o.Reps)),
-				progressbar.OptionShowBytes(true),
-				progressbar.OptionSetWidth(30),
-				progressbar.OptionThrottle(200*time.Millisecond),
-				progressbar.OptionClearOnFinish())
-		}
-		_ = bar.Set64(done)
-	}
+	prog := newRepProgress(o, stderr, fmt.Sprintf("%s %s rep %d/%d", h.Name(), o.Scenario, i, o.Reps))
 	keyLog, _ := filepath.Abs(filepath.Join(dir, KeyLogFile))
 	res, err := h.RunRep(ctx, RepEnv{Net: netw, Scenario: o.Scenario, CC: o.CC, Transfer: o.Transfer, MigrateAt: o.MigrateAt,
-		BackAfter: o.BackAfter, Dir: dir, Index: i, SelfExe: o.SelfExe, KeyLog: keyLog, Progress: progress})
-	barMu.Lock()
-	if bar != nil {
-		_ = bar.Finish()
-	}
-	barMu.Unlock()
+		BackAfter: o.BackAfter, Dir: dir, Index: i, SelfExe: o.SelfExe, KeyLog: keyLog, Progress: prog.Set})
+	prog.Finish()
 	man.End = time.Now().UTC()
 	man.Result = res
 	man.Version = res.Version
