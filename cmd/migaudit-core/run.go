@@ -178,10 +178,10 @@ func runLive(ctx context.Context, cmd *cobra.Command, o liverun.Options) error {
 	bad, spoiled := 0, 0
 	var stalls []string
 	for _, r := range sum.Reps {
-		if r.Status != "VALID" {
+		if r.Status != liverun.Valid {
 			bad++
 		}
-		if r.Status == "SPOILED" {
+		if r.Status == liverun.Spoiled {
 			spoiled++
 			if r.Fidelity != nil {
 				stalls = append(stalls, fmt.Sprintf("rep %d: %s", r.Rep, strings.Join(r.Fidelity.Problems, "; ")))

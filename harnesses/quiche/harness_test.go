@@ -184,12 +184,12 @@ func TestRunOneRepetition(t *testing.T) {
 		t.Fatalf("%d repetitions", len(sum.Reps))
 	}
 	r := sum.Reps[0]
-	if r.Status == "SPOILED" && r.Fidelity != nil && r.Fidelity.Error == "" {
+	if r.Status == run.Spoiled && r.Fidelity != nil && r.Fidelity.Error == "" {
 		// One host stall is absorbed by the runner's re-runs; a host that
 		// spoiled every attempt measured itself, not quiche.
 		t.Skipf("host too busy: %d attempts spoiled, the last by: %v", len(sum.Spoiled)+1, r.Fidelity.Problems)
 	}
-	if r.Status != "VALID" {
+	if r.Status != run.Valid {
 		t.Fatalf("repetition %s: %s %v", r.Status, r.Error, r.Verification.Problems)
 	}
 	s, err := Summarize(r.Dir, "server")

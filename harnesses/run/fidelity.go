@@ -651,7 +651,7 @@ func summariseFidelity(f *Fidelity) string {
 	}
 	word := "held"
 	if !f.Held {
-		word = "SPOILED"
+		word = string(Spoiled)
 	}
 	frac := 0.0
 	if pk > 0 {
@@ -665,7 +665,7 @@ func summariseFidelity(f *Fidelity) string {
 func stallWords(reps []RepSummary) string {
 	var parts []string
 	for _, r := range reps {
-		if r.Status == "SPOILED" && r.Fidelity != nil {
+		if r.Status == Spoiled && r.Fidelity != nil {
 			parts = append(parts, fmt.Sprintf("rep %d try %d: %s", r.Rep, r.Attempt, strings.Join(r.Fidelity.Problems, "; ")))
 		}
 	}

@@ -258,7 +258,7 @@ func TestRunReRunsSpoiledRepetitions(t *testing.T) {
 		name        string
 		script      []int64 // stall per attempt, ns
 		retries     int
-		wantStatus  string
+		wantStatus  Status
 		wantSpoiled int
 		wantAgg     string
 	}{

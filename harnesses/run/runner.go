@@ -89,7 +89,7 @@ type Summary struct {
 type RepSummary struct {
 	Rep          int                     `json:"rep"`
 	Dir          string                  `json:"dir"`
-	Status       string                  `json:"status"` // VALID, INVALID, FAILED, SPOILED
+	Status       Status                  `json:"status"`
 	Attempt      int                     `json:"attempt"`
 	Verification Verification            `json:"verification"`
 	Completed    bool                    `json:"completed"`
@@ -174,7 +174,7 @@ func Run(ctx context.Context, o Options, w, stderr io.Writer) (*Summary, error) 
 			if rs.Analysis != nil && sum.Version == "" {
 				sum.Version = versionOf(filepath.Join(rs.Dir, "manifest.json"))
 			}
-			if rs.Status == "SPOILED" && attempt <= o.Retries && ctx.Err() == nil {
+			if rs.Status == Spoiled && attempt <= o.Retries && ctx.Err() == nil {
 				if err := setAside(o.Out, &rs); err != nil {
 					fmt.Fprintf(stderr, "migaudit: %v\n", err)
 				}
@@ -256,7 +256,9 @@ type Manifest struct {
 	Fidelity *Fidelity `json:"fidelity,omitempty"`
 	// KeyLog describes the TLS key log an endpoint wrote (keylog.txt).
 	KeyLog *KeyLog `json:"keylog,omitempty"`
-	Status string  `json:"status"` // VALID, INVALID, FAILED, SPOILED
+	Status Status  `json:"status"`
+	// Interrupted is true when the run was cancelled during the repetition.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// SpoiledReason says why a SPOILED repetition does not count.
 	SpoiledReason string `json:"spoiled_reason,omitempty"`
 	Error         string `json:"error,omitempty"`
@@ -279,7 +281,7 @@ type FileInfo struct {
 
 func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, cal Calibration, i, attempt int, stderr io.Writer) RepSummary {
 	dir := filepath.Join(o.Out, fmt.Sprintf("rep%d", i))
-	rs := RepSummary{Rep: i, Attempt: attempt, Dir: dir, Status: "FAILED"}
+	rs := RepSummary{Rep: i, Attempt: attempt, Dir: dir, Status: Failed}
 	if err := os.Mkdir(dir, 0o755); err != nil { // O_EXCL: never reuse a directory
 		rs.Error = fmt.Sprintf("create %s: %v", dir, err)
 		return rs
@@ -366,21 +368,8 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 	v := Verify(o.Scenario, netw, res, man.CountersBefore, man.CountersAfter, an)
 	man.Verification = v
 	rs.Verification = v
-	switch {
-	case err != nil && ctx.Err() != nil:
-		rs.Status = "FAILED"
-	case man.Fidelity != nil && !man.Fidelity.Held:
-		// The host, not the implementation: whatever else the repetition
-		// shows was measured on paths that were not what they claim.
-		rs.Status = "SPOILED"
-		man.SpoiledReason = "emulation fidelity did not hold in the verdict's window: " + strings.Join(man.Fidelity.Problems, "; ")
-	case !v.Valid:
-		rs.Status = "INVALID"
-	case err != nil:
-		rs.Status = "FAILED"
-	default:
-		rs.Status = "VALID"
-	}
+	man.Interrupted = err != nil && ctx.Err() != nil
+	rs.Status, man.SpoiledReason = Judge(&man)
 	man.Status = rs.Status
 	kl := DescribeKeyLog(dir, res.KeyLogBy)
 	man.KeyLog = &kl
@@ -439,7 +428,7 @@ func repLineSuffix(rs RepSummary) string {
 	if rs.Error != "" {
 		parts = append(parts, rs.Error)
 	}
-	if rs.Status == "SPOILED" {
+	if rs.Status == Spoiled {
 		parts = append(parts, "fidelity "+spoiledReason(rs))
 	}
 	if !rs.Verification.Valid && len(rs.Verification.Problems) > 0 {
