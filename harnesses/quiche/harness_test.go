@@ -60,9 +60,17 @@ func TestLoopbackScenarios(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			res, err := h.RunRep(ctx, run.RepEnv{Net: Loopback{}, Scenario: c.scenario, CC: "cubic",
+			env := run.RepEnv{Net: Loopback{}, Scenario: c.scenario, CC: "cubic",
 				Transfer: 3 * time.Second, MigrateAt: 800 * time.Millisecond, BackAfter: 800 * time.Millisecond,
-				Dir: dir, Index: 1})
+				Dir: dir, Index: 1}
+			var err error
+			if env.Plan, err = run.PlanRep(h.Capabilities(), env); err != nil {
+				t.Fatal(err)
+			}
+			// Loopback is unshaped: an endless body the client stops
+			// downloading after 3 s keeps the migration inside the transfer.
+			env.Plan.BodyBytes, env.Plan.ClientGiveUp = 1<<40, 3*time.Second
+			res, err := h.RunRep(ctx, env)
 			if err != nil {
 				t.Fatalf("RunRep: %v", err)
 			}

@@ -112,26 +112,13 @@ func Run(ctx context.Context, o Options, w, stderr io.Writer) (*Summary, error) 
 	if o.Reps < 1 {
 		return nil, fmt.Errorf("--reps must be at least 1, got %d", o.Reps)
 	}
-	if !supports(h, o.Scenario) {
-		why := ""
-		if u, ok := h.(Unsupported); ok {
-			why = u.Unsupported(o.Scenario)
-		}
-		if why == "" {
-			why = "the harness does not implement it"
-		}
-		return nil, fmt.Errorf("%s cannot run scenario %q: %s", h.Name(), o.Scenario, why)
-	}
-	if o.MigrateAt <= 0 || o.Transfer <= o.MigrateAt {
-		return nil, fmt.Errorf("--migrate-at %s must be positive and before the end of --transfer %s", o.MigrateAt, o.Transfer)
-	}
 	if o.BackAfter == 0 {
 		o.BackAfter = 5 * time.Second
 	}
-	if v, ok := h.(CCValidator); ok {
-		if err := v.ValidateCC(o.CC); err != nil {
-			return nil, err
-		}
+	// Everything the harness cannot do is refused here, before the testbed
+	// comes up.
+	if _, err := PlanRep(h.Capabilities(), RepEnv{Scenario: o.Scenario, CC: o.CC, Transfer: o.Transfer, MigrateAt: o.MigrateAt, BackAfter: o.BackAfter}); err != nil {
+		return nil, fmt.Errorf("%s: %w", h.Name(), err)
 	}
 	bins, err := h.Check(ctx)
 	if err != nil {
@@ -201,15 +188,6 @@ func Run(ctx context.Context, o Options, w, stderr io.Writer) (*Summary, error) 
 	return sum, nil
 }
 
-func supports(h Harness, s Scenario) bool {
-	for _, x := range h.Scenarios() {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func versionOf(manifest string) string {
 	var m Manifest
 	b, err := os.ReadFile(manifest)
@@ -234,11 +212,13 @@ type Manifest struct {
 	Paths       map[Path]PathInfo `json:"paths"`
 	Calibration Calibration       `json:"calibration"`
 	Transfer    string            `json:"transfer"`
-	MigrateAt   string            `json:"migrate_at"`
-	BackAfter   string            `json:"back_after,omitempty"`
-	Start       time.Time         `json:"start"`
-	End         time.Time         `json:"end"`
-	Result      RepResult         `json:"result"`
+	// Plan is what the runner decided for the repetition (RepPlan).
+	Plan      *RepPlan  `json:"plan,omitempty"`
+	MigrateAt string    `json:"migrate_at"`
+	BackAfter string    `json:"back_after,omitempty"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Result    RepResult `json:"result"`
 	// LoadBefore / LoadAfter are /proc/loadavg at the start and end: a
 	// user-space emulator on an overloaded host delays packets.
 	LoadBefore     string               `json:"loadavg_before,omitempty"`
@@ -296,7 +276,12 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 	for _, p := range []Path{PathA, PathB} {
 		man.Paths[p] = PathInfo{Spec: cal.Paths[p], RTTUS: netw.PathRTT(p).Microseconds(), Rate: netw.PathRate(p)}
 	}
-	_ = netw.RouteVia(PathA)
+	// The runner owns the routing: every repetition starts, and ends, with
+	// the client's default route on path A.
+	if err := netw.RouteVia(PathA); err != nil {
+		rs.Error = fmt.Sprintf("route the client via path A before the repetition: %v", err)
+		return rs
+	}
 	man.CountersBefore, _ = netw.Counters()
 	man.LoadBefore = loadavg()
 	et, hasTimer := netw.(EmulatorTimer)
@@ -312,8 +297,15 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 
 	prog := newRepProgress(o, stderr, fmt.Sprintf("%s %s rep %d/%d", h.Name(), o.Scenario, i, o.Reps))
 	keyLog, _ := filepath.Abs(filepath.Join(dir, KeyLogFile))
-	res, err := h.RunRep(ctx, RepEnv{Net: netw, Scenario: o.Scenario, CC: o.CC, Transfer: o.Transfer, MigrateAt: o.MigrateAt,
-		BackAfter: o.BackAfter, Dir: dir, Index: i, SelfExe: o.SelfExe, KeyLog: keyLog, Progress: prog.Set})
+	env := RepEnv{Net: netw, Scenario: o.Scenario, CC: o.CC, Transfer: o.Transfer, MigrateAt: o.MigrateAt,
+		BackAfter: o.BackAfter, Dir: dir, Index: i, SelfExe: o.SelfExe, KeyLog: keyLog, Progress: prog.Set}
+	var res RepResult
+	plan, err := PlanRep(h.Capabilities(), env)
+	if err == nil {
+		env.Plan = plan
+		man.Plan = &plan
+		res, err = h.RunRep(ctx, env)
+	}
 	prog.Finish()
 	man.End = time.Now().UTC()
 	man.Result = res
@@ -323,7 +315,10 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 	if hasTimer {
 		man.EmulatorAfter, _ = et.EmulatorTiming()
 	}
-	_ = netw.RouteVia(PathA)
+	if rerr := netw.RouteVia(PathA); rerr != nil {
+		res.Notes = append(res.Notes, "restoring the client's route to path A failed: "+rerr.Error())
+		man.Result.Notes = res.Notes
+	}
 	if err != nil {
 		rs.Error = err.Error()
 		man.Error = err.Error()
