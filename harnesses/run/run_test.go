@@ -189,8 +189,8 @@ func TestRunRejectsUnsupportedScenario(t *testing.T) {
 
 type stubHarness struct{}
 
-func (stubHarness) Name() string                                      { return "ngtcp2" }
-func (stubHarness) Check(context.Context) (Binaries, error)           { return nil, nil }
+func (stubHarness) Name() string                            { return "ngtcp2" }
+func (stubHarness) Check(context.Context) (Binaries, error) { return nil, nil }
 func (stubHarness) Capabilities() Capabilities {
 	return Capabilities{Scenarios: map[Scenario]string{Standard: "", MigrateBack: "one-shot timer"}, CCs: []string{"cubic"}, DefaultCC: "cubic"}
 }
