@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/migaudit/migaudit/data"
 	"github.com/migaudit/migaudit/data/atomicfile"
 	"github.com/migaudit/migaudit/discriminator"
 	"github.com/migaudit/migaudit/parsers"
@@ -257,123 +256,6 @@ type FileInfo struct {
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
-}
-
-func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, cal Calibration, i, attempt int, stderr io.Writer) RepSummary {
-	dir := filepath.Join(o.Out, fmt.Sprintf("rep%d", i))
-	rs := RepSummary{Rep: i, Attempt: attempt, Dir: dir, Status: Failed}
-	if err := os.Mkdir(dir, 0o755); err != nil { // O_EXCL: never reuse a directory
-		rs.Error = fmt.Sprintf("create %s: %v", dir, err)
-		return rs
-	}
-	im, _ := data.Lookup(h.Name())
-	man := Manifest{Implementation: h.Name(), Upstream: im.Commit, Binaries: bins, Scenario: o.Scenario, CC: o.CC, Rep: i, Attempt: attempt,
-		Calibration: cal, Transfer: o.Transfer.String(), MigrateAt: o.MigrateAt.String(), Start: time.Now().UTC(),
-		Paths: map[Path]PathInfo{}}
-	if o.Scenario == MigrateBack {
-		man.BackAfter = o.BackAfter.String()
-	}
-	for _, p := range []Path{PathA, PathB} {
-		man.Paths[p] = PathInfo{Spec: cal.Paths[p], RTTUS: netw.PathRTT(p).Microseconds(), Rate: netw.PathRate(p)}
-	}
-	// The runner owns the routing: every repetition starts, and ends, with
-	// the client's default route on path A.
-	if err := netw.RouteVia(PathA); err != nil {
-		rs.Error = fmt.Sprintf("route the client via path A before the repetition: %v", err)
-		return rs
-	}
-	man.CountersBefore, _ = netw.Counters()
-	man.LoadBefore = loadavg()
-	et, hasTimer := netw.(EmulatorTimer)
-	if hasTimer {
-		man.EmulatorBefore, _ = et.EmulatorTiming()
-	}
-	fm, hasMeter := netw.(FidelityMeter)
-	var monoStart, wallToMono int64
-	if hasMeter {
-		monoStart = fm.MonoNow()
-		wallToMono = monoStart - time.Now().UnixNano()
-	}
-
-	prog := newRepProgress(o, stderr, fmt.Sprintf("%s %s rep %d/%d", h.Name(), o.Scenario, i, o.Reps))
-	keyLog, _ := filepath.Abs(filepath.Join(dir, KeyLogFile))
-	env := RepEnv{Net: netw, Scenario: o.Scenario, CC: o.CC, Transfer: o.Transfer, MigrateAt: o.MigrateAt,
-		BackAfter: o.BackAfter, Dir: dir, Index: i, SelfExe: o.SelfExe, KeyLog: keyLog, Progress: prog.Set}
-	var res RepResult
-	plan, err := PlanRep(h.Capabilities(), env)
-	if err == nil {
-		env.Plan = plan
-		man.Plan = &plan
-		res, err = h.RunRep(ctx, env)
-	}
-	prog.Finish()
-	man.End = time.Now().UTC()
-	man.Result = res
-	man.Version = res.Version
-	man.CountersAfter, _ = netw.Counters()
-	man.LoadAfter = loadavg()
-	if hasTimer {
-		man.EmulatorAfter, _ = et.EmulatorTiming()
-	}
-	if rerr := netw.RouteVia(PathA); rerr != nil {
-		res.Notes = append(res.Notes, "restoring the client's route to path A failed: "+rerr.Error())
-		man.Result.Notes = res.Notes
-	}
-	if err != nil {
-		rs.Error = err.Error()
-		man.Error = err.Error()
-	}
-	rs.Completed = res.Completed
-
-	// Compress the traces in place; the parsers read gzip transparently.
-	for _, t := range []*string{&res.ServerTrace, &res.ClientTrace} {
-		if *t == "" {
-			continue
-		}
-		if gz, err := gzipFile(filepath.Join(dir, *t)); err == nil {
-			*t, _ = filepath.Rel(dir, gz)
-		} else {
-			man.Error = strings.TrimSpace(man.Error + "; compress trace: " + err.Error())
-		}
-	}
-	man.Result.ServerTrace, man.Result.ClientTrace = res.ServerTrace, res.ClientTrace
-
-	// Analyse the server's trace: in a download the server is the sender.
-	var an *discriminator.Analysis
-	if res.ServerTrace != "" {
-		a, ret, aerr := analyse(filepath.Join(dir, res.ServerTrace), h.Name(), o.Scenario, res, netw)
-		if aerr != nil {
-			man.AnalysisError = aerr.Error()
-		} else {
-			an = &a
-			rs.Return = ret
-			if werr := WriteJSONAtomic(filepath.Join(dir, "analysis.json"), a); werr != nil {
-				man.AnalysisError = werr.Error()
-			}
-			if ret != nil {
-				_ = WriteJSONAtomic(filepath.Join(dir, "analysis-return.json"), ret)
-			}
-		}
-	}
-	rs.Analysis = an
-	if hasMeter && ctx.Err() == nil {
-		man.Fidelity = measureFidelity(fm, o.Scenario, netw, res, an, rs.Return, monoStart, fm.MonoNow(), wallToMono)
-		rs.Fidelity = man.Fidelity
-	}
-	v := Verify(o.Scenario, netw, res, man.CountersBefore, man.CountersAfter, an)
-	man.Verification = v
-	rs.Verification = v
-	man.Interrupted = err != nil && ctx.Err() != nil
-	rs.Status, man.SpoiledReason = Judge(&man)
-	man.Status = rs.Status
-	kl := DescribeKeyLog(dir, res.KeyLogBy)
-	man.KeyLog = &kl
-	man.Files = listFiles(dir)
-	if werr := WriteJSONAtomic(filepath.Join(dir, "manifest.json"), man); werr != nil && rs.Error == "" {
-		rs.Error = werr.Error()
-	}
-	fmt.Fprintf(stderr, "rep %d/%d: %s%s\n", i, o.Reps, rs.Status, repLineSuffix(rs))
-	return rs
 }
 
 func spoiledReason(rs RepSummary) string {
