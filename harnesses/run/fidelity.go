@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/migaudit/migaudit/discriminator"
+	"github.com/migaudit/migaudit/harnesses/fidelity"
 )
 
 // FidelityMeter is optionally implemented by a Net whose emulator records
@@ -21,45 +22,15 @@ type FidelityMeter interface {
 	Fidelity(from, to int64, tol time.Duration) (FidelityWindow, error)
 }
 
-// FidelityWindow is the emulator's own measurement of one window (the
-// JSON of harnesses/testbed.Fidelity).
-type FidelityWindow struct {
-	FromNS          int64                  `json:"from_ns"`
-	ToNS            int64                  `json:"to_ns"`
-	LateToleranceNS int64                  `json:"late_tolerance_ns"`
-	Dirs            map[string]DirFidelity `json:"dirs"`
-	Stalls          []Stall                `json:"stalls"`
-	SentinelSamples int                    `json:"sentinel_samples"`
-	Truncated       bool                   `json:"truncated,omitempty"`
-}
-
-// DirFidelity is one path direction ("A/up" = client → server on path A).
-type DirFidelity struct {
-	Packets        int     `json:"packets"`
-	Bytes          int64   `json:"bytes"`
-	FirstSentNS    int64   `json:"first_sent_ns,omitempty"`
-	LastSentNS     int64   `json:"last_sent_ns,omitempty"`
-	RateBps        float64 `json:"rate_bps"`
-	DelayMedianNS  int64   `json:"delay_median_ns"`
-	DelayP99NS     int64   `json:"delay_p99_ns"`
-	LateMedianNS   int64   `json:"late_median_ns"`
-	LateP99NS      int64   `json:"late_p99_ns"`
-	LateMaxNS      int64   `json:"late_max_ns"`
-	LateMaxAtNS    int64   `json:"late_max_at_ns,omitempty"`
-	LateOver       int     `json:"late_over_tolerance"`
-	LateFraction   float64 `json:"late_fraction"`
-	QueueDrops     int     `json:"queue_drops"`
-	LossDrops      int     `json:"loss_drops"`
-	WriteDrops     int     `json:"write_drops"`
-	EarliestLateNS int64   `json:"earliest_late_ns,omitempty"`
-}
-
-// Stall is one host stall seen by the emulator's sentinel: a 1 ms
-// real-time wake-up that began at AtNS and came LateNS late.
-type Stall struct {
-	AtNS   int64 `json:"at_ns"`
-	LateNS int64 `json:"late_ns"`
-}
+// FidelityWindow, DirFidelity and Stall are the emulator's own
+// measurement of one window (harnesses/fidelity, which the testbed
+// measures into): DirFidelity is one path direction ("A/up" = client →
+// server on path A), Stall one host stall seen by its sentinel.
+type (
+	FidelityWindow = fidelity.Window
+	DirFidelity    = fidelity.Dir
+	Stall          = fidelity.Stall
+)
 
 // FidelityRuleName names the rule below in every manifest. The first rule
 // (no name; fixed limits: every packet around an RTT sample within 1 ms, no
