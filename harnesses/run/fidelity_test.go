@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/migaudit/migaudit/discriminator"
+	"github.com/migaudit/migaudit/harnesses/fidelity"
 )
 
 func TestJudgeFidelity(t *testing.T) {
-	r := DefaultFidelityRule(20*time.Millisecond, 40*time.Millisecond)
+	r := fidelity.DefaultRule(20*time.Millisecond, 40*time.Millisecond)
 	const from, to = int64(1e12), int64(1e12 + 2e9)
 	clean := func() FidelityWindow {
 		return FidelityWindow{FromNS: from, ToNS: to, SentinelSamples: 1990, Dirs: map[string]DirFidelity{
@@ -25,8 +26,8 @@ func TestJudgeFidelity(t *testing.T) {
 	// refs are the standard paths' references (quic-go's 100 ms default).
 	refs := discriminator.RTTAttribution{OldPathUS: 20_000, NewPathUS: 40_000, DefaultUS: 100_000}
 	sample := func(v int64, w FidelityWindow) ([]FidelityWindow, []RTTSampleCheck) {
-		up, down, st := SampleInflation(w)
-		c := CheckSample(v, up+down+st, refs.Classify)
+		up, down, st := fidelity.SampleInflation(w)
+		c := fidelity.CheckSample(v, up+down+st, refs.Classify)
 		c.LateUpNS, c.LateDownNS, c.StallsNS = up, down, st
 		return []FidelityWindow{w}, []RTTSampleCheck{c}
 	}
@@ -103,7 +104,7 @@ func TestJudgeFidelity(t *testing.T) {
 				d.LateFraction = float64(d.LateOver) / float64(d.Packets)
 				x.win.Dirs[k] = d
 			}
-			got := JudgeFidelity(r, x.win, []Span{{FromNS: from, ToNS: from + 1e9}}, x.cross, x.sWins, x.samples)
+			got := fidelity.Judge(r, x.win, []Span{{FromNS: from, ToNS: from + 1e9}}, x.cross, x.sWins, x.samples)
 			if tc.wantSub == "" {
 				if len(got) != 0 {
 					t.Fatalf("problems %q, want none", got)
@@ -141,7 +142,7 @@ func TestCheckSample(t *testing.T) {
 		{"inflation larger than the value", std, 3_000, 10e6, "none", true, 0},
 	}
 	for _, tc := range tests {
-		c := CheckSample(tc.v, tc.infl, tc.refs.Classify)
+		c := fidelity.CheckSample(tc.v, tc.infl, tc.refs.Classify)
 		if c.Attribution != tc.want || c.Decided != tc.decided || c.ChangesAtUS != tc.changesAtUS {
 			t.Errorf("%s: %+v, want %s decided %v changes at %d", tc.name, c, tc.want, tc.decided, tc.changesAtUS)
 		}
@@ -149,7 +150,7 @@ func TestCheckSample(t *testing.T) {
 }
 
 func TestCrossPathSpan(t *testing.T) {
-	r := DefaultFidelityRule(20*time.Millisecond, 40*time.Millisecond)
+	r := fidelity.DefaultRule(20*time.Millisecond, 40*time.Millisecond)
 	const from, to = int64(1e12), int64(1e12 + 2e9)
 	win := FidelityWindow{FromNS: from, ToNS: to, Dirs: map[string]DirFidelity{
 		"A/up":   {Packets: 30, FirstSentNS: from + 1e6, LastSentNS: from + 60e6, LateMaxNS: 2e6},
@@ -169,7 +170,7 @@ func TestCrossPathSpan(t *testing.T) {
 		{"A/down", false, 0, 0},
 	}
 	for _, tc := range tests {
-		_, f, tt, ok := CrossPathSpan(r, win, tc.dir)
+		_, f, tt, ok := fidelity.CrossPathSpan(r, win, tc.dir)
 		if ok != tc.ok || (ok && (f != tc.from || tt != tc.to)) {
 			t.Errorf("%s: %v %d–%d, want %v %d–%d", tc.dir, ok, f-from, tt-from, tc.ok, tc.from-from, tc.to-from)
 		}
@@ -177,7 +178,7 @@ func TestCrossPathSpan(t *testing.T) {
 }
 
 func TestReorderLimit(t *testing.T) {
-	r := DefaultFidelityRule(20*time.Millisecond, 40*time.Millisecond)
+	r := fidelity.DefaultRule(20*time.Millisecond, 40*time.Millisecond)
 	tests := []struct {
 		name  string
 		path  string
@@ -198,7 +199,7 @@ func TestReorderLimit(t *testing.T) {
 	}
 	// Step-down paths (20 and 60 ms): the time threshold leaves
 	// 9/8 × 20 ms − 20 ms = 2.5 ms on the slower path.
-	sd := DefaultFidelityRule(20*time.Millisecond, 60*time.Millisecond)
+	sd := fidelity.DefaultRule(20*time.Millisecond, 60*time.Millisecond)
 	if got := sd.ReorderLimit("B", 1000, 1e8); got != 2.5e6 {
 		t.Errorf("step-down slower path: %d, want 2.5 ms", got)
 	}
@@ -218,7 +219,7 @@ func TestSampleInflation(t *testing.T) {
 			"B/up":   {LateMaxNS: -5000},
 		},
 	}
-	up, down, st := SampleInflation(w)
+	up, down, st := fidelity.SampleInflation(w)
 	if up != 0 || down != 1.3e6 || st != 3e6 {
 		t.Fatalf("up %d down %d stalls %d, want 0 (the stall), 1.3 ms, 3 ms", up, down, st)
 	}
@@ -336,7 +337,7 @@ func TestResetWindow(t *testing.T) {
 
 func TestStallsOverlapping(t *testing.T) {
 	all := []Stall{{AtNS: 100, LateNS: 5}, {AtNS: 90, LateNS: 20}, {AtNS: 50, LateNS: 10}, {AtNS: 200, LateNS: 1}, {AtNS: 100, LateNS: 5}}
-	got := stallsOverlapping(all, 100, 150)
+	got := fidelity.StallsOverlapping(all, 100, 150)
 	// 90+20 reaches into the window; 50+10 ends before it; 200 starts after.
 	if len(got) != 2 || got[0].AtNS != 90 || got[1].AtNS != 100 {
 		t.Fatalf("got %+v, want the stalls at 90 and 100", got)
