@@ -83,3 +83,22 @@ func TestDescribeKeyLog(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// FuzzReadKeyLog: any input either reads or fails naming its line; every
+// secret read has a 32-byte client random and a non-empty secret.
+func FuzzReadKeyLog(f *testing.F) {
+	f.Add("CLIENT_TRAFFIC_SECRET_0 " + cr1 + " " + s32 + "\n")
+	f.Add("# c\n\nEXPORTER_SECRET " + cr1 + " ab\r\n")
+	f.Add("CLIENT_RANDOM " + cr1 + "\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		got, err := ReadKeyLog(strings.NewReader(in), "k.txt")
+		if err != nil && !strings.HasPrefix(err.Error(), "k.txt") {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+		for _, s := range got {
+			if len(s.ClientRandom) != 32 || len(s.Secret) == 0 || !knownLabel(s.Label) || s.Line < 1 {
+				t.Fatalf("bad secret %+v", s)
+			}
+		}
+	})
+}
