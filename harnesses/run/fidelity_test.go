@@ -13,7 +13,6 @@ import (
 	"github.com/migaudit/migaudit/discriminator"
 )
 
-
 // meterNet is fakeNet with a scripted fidelity record: attempt k (counted
 // by the harness) sees the stall script[k-1] in every window (0 = none).
 type meterNet struct {
