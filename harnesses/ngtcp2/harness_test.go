@@ -40,6 +40,10 @@ func TestRunRepVeth(t *testing.T) {
 				t.Fatal(err)
 			}
 			env.Plan = plan
+			// The runner's part: every repetition starts on path A.
+			if err := n.RouteVia(run.PathA); err != nil {
+				t.Fatal(err)
+			}
 			res, err := h.RunRep(context.Background(), env)
 			if err != nil {
 				t.Fatalf("RunRep: %v (dir %s)", err, dir)
