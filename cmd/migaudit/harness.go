@@ -38,6 +38,7 @@ func newHarnessCmd() *cobra.Command {
 	srv.Flags().StringVar(&so.Listen, "listen", "", "ip:port to listen on")
 	srv.Flags().StringVar(&so.Qlog, "qlog", "", "qlog file to create")
 	srv.Flags().Int64Var(&so.MaxBody, "max-body", 1<<30, "largest body a client may request")
+	srv.Flags().StringVar(&so.KeyLog, "keylog", "", "append the TLS secrets to this file (NSS key log format)")
 	srv.Flags().DurationVar(&so.Linger, "linger", 10*time.Second, "wait this long for the client to close after sending")
 	_ = srv.MarkFlagRequired("listen")
 	_ = srv.MarkFlagRequired("qlog")

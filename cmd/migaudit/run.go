@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/migaudit/migaudit/harnesses/testbed"
 	"github.com/migaudit/migaudit/harnesses/upstream"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	// Live harnesses register themselves with harnesses/run.
 	_ "github.com/migaudit/migaudit/harnesses/msquic"
@@ -119,7 +121,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 			return runLive(ctx, cmd, liverun.Options{Harness: h, Reps: reps, Scenario: sc, CC: cc, Out: out,
 				SkipCalibration: skipCal, Transfer: transfer, MigrateAt: migrateAt, BackAfter: backAfter, Retries: r,
 				SelfExe: self, NewNet: tbnet.FactoryWith(tbnet.FactoryOptions{Progress: cmd.ErrOrStderr(), Scope: calScope, Strict: strictCal, Tuning: &tuning}),
-				Progress: !noProgress})
+				Progress: !noProgress, Terminal: isTerminal(cmd.ErrOrStderr())})
 		},
 	}
 	f := cmd.Flags()
@@ -174,10 +176,10 @@ func runLive(ctx context.Context, cmd *cobra.Command, o liverun.Options) error {
 	bad, spoiled := 0, 0
 	var stalls []string
 	for _, r := range sum.Reps {
-		if r.Status != "VALID" {
+		if r.Status != liverun.Valid {
 			bad++
 		}
-		if r.Status == "SPOILED" {
+		if r.Status == liverun.Spoiled {
 			spoiled++
 			if r.Fidelity != nil {
 				stalls = append(stalls, fmt.Sprintf("rep %d: %s", r.Rep, strings.Join(r.Fidelity.Problems, "; ")))
@@ -239,4 +241,11 @@ discriminator fix, then rebuild the survey (migaudit survey).`,
 			return nil
 		},
 	}
+}
+
+// isTerminal reports whether w is a terminal: progress bars redraw in place
+// there; a file, pipe or CI log gets plain lines instead.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
