@@ -117,9 +117,3 @@ func parseAnalyzeParams(in []string) (map[string]float64, error) {
 	}
 	return out, nil
 }
-
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
