@@ -15,6 +15,7 @@ type decoder struct {
 	server string // inferred server address, for records without dir=
 
 	initDCID        []byte
+	clientSCID      []byte
 	retried         bool
 	init            [2]*keys // by direction
 	hs              [2]*keys
@@ -150,7 +151,7 @@ func (d *decoder) long(l *link, p *Packet, b []byte, size int) (int, error) {
 	}
 	if p.Type == Initial {
 		if l.dir == C2S {
-			if err := d.clientInitial(l, dcid); err != nil {
+			if err := d.clientInitial(l, dcid, scid); err != nil {
 				return 0, err
 			}
 		}
@@ -207,29 +208,25 @@ func (d *decoder) long(l *link, p *Packet, b []byte, size int) (int, error) {
 }
 
 // clientInitial derives the Initial keys from the client's first DCID and
-// notices a second connection.
-func (d *decoder) clientInitial(l *link, dcid []byte) error {
-	if d.initDCID == nil {
-		if d.c.ClientRandom != nil && !d.retried {
-			return nil
-		}
-		d.initDCID = append([]byte(nil), dcid...)
-		c, s, err := initialKeys(dcid)
-		if err != nil {
-			return fmt.Errorf("%s: record %d: initial keys: %w", d.name, l.rec, err)
-		}
-		d.init = [2]*keys{c, s}
+// notices a second connection: a client Initial from another Source
+// Connection ID (the DCID may change: to a CID the server chose, even one
+// from a NEW_CONNECTION_ID frame).
+func (d *decoder) clientInitial(l *link, dcid, scid []byte) error {
+	if d.clientSCID == nil || d.retried {
+		d.clientSCID = append([]byte{}, scid...)
+	} else if !bytes.Equal(scid, d.clientSCID) {
+		return fmt.Errorf("%s: record %d: a client Initial from SCID %x, not the connection's client SCID %x: the capture holds another connection", d.name, l.rec, scid, d.clientSCID)
+	}
+	if d.initDCID != nil {
 		return nil
 	}
-	if bytes.Equal(dcid, d.initDCID) {
-		return nil
+	d.initDCID, d.retried = append([]byte(nil), dcid...), false
+	c, s, err := initialKeys(dcid)
+	if err != nil {
+		return fmt.Errorf("%s: record %d: initial keys: %w", d.name, l.rec, err)
 	}
-	for _, c := range d.cids[C2S] {
-		if bytes.Equal(c, dcid) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s: record %d: a client Initial to DCID %x, neither the connection's first DCID %x nor one the server chose: the capture holds another connection", d.name, l.rec, dcid, d.initDCID)
+	d.init = [2]*keys{c, s}
+	return nil
 }
 
 // unprotect removes header protection (RFC 9001 §5.4) in place and

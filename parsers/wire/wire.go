@@ -103,6 +103,8 @@ type Capture struct {
 	Comment string // the section header's comment
 	Paths   []string
 	Records int
+	// Server is the server's address (ip:port), common to both paths.
+	Server  string
 	Packets []Packet
 	// ClientRandom identifies the connection in the key log.
 	ClientRandom []byte
@@ -165,7 +167,7 @@ func Read(name string, r io.Reader, opt Options) (*Capture, error) {
 		return nil, fmt.Errorf("%s: not a pcapng capture: %v", name, err)
 	}
 	d := newDecoder(name, opt.KeyLog)
-	d.c.Comment = ng.SectionInfo().Comment
+	d.c.Name, d.c.Comment = name, ng.SectionInfo().Comment
 	for rec := 1; ; rec++ {
 		data, ci, popt, err := ng.ReadPacketDataWithOptions()
 		if err == io.EOF {
@@ -308,6 +310,12 @@ func (d *decoder) record(rec int, data []byte, ci gopacket.CaptureInfo, iface pc
 	if udpLen > len(payload) {
 		l.whole = false
 	}
+	if d.c.Server == "" {
+		d.c.Server = l.dst
+		if l.dir == S2C {
+			d.c.Server = l.src
+		}
+	}
 	return d.datagram(&l, payload)
 }
 
@@ -351,3 +359,43 @@ func (d *decoder) finish() (*Capture, error) {
 
 // equalCID reports whether b starts with cid.
 func hasPrefix(b, cid []byte) bool { return len(cid) > 0 && bytes.HasPrefix(b, cid) }
+
+// String is a one-line summary of the packet: record, path, direction,
+// wire time, type, packet number, key phase and frames (STREAM frames
+// counted, not listed).
+func (p *Packet) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s %s %d %s", p.Record, p.Path, p.Dir, p.WireNS, p.Type)
+	if p.PN >= 0 {
+		fmt.Fprintf(&b, " pn=%d", p.PN)
+	} else {
+		b.WriteString(" pn=?")
+	}
+	if p.KeyPhase >= 0 {
+		fmt.Fprintf(&b, " kp=%d", p.KeyPhase)
+	}
+	fmt.Fprintf(&b, " size=%d", p.Size)
+	if p.Fate != "" && p.Fate != "sent" {
+		b.WriteString(" fate=" + p.Fate)
+	}
+	if !p.Whole {
+		b.WriteString(" cut")
+	}
+	streams := 0
+	for i := range p.Frames {
+		f := &p.Frames[i]
+		if f.Type >= 0x08 && f.Type <= 0x0f {
+			streams++
+			continue
+		}
+		b.WriteString(" ")
+		b.WriteString(f.String())
+	}
+	if streams > 0 {
+		fmt.Fprintf(&b, " STREAM×%d", streams)
+	}
+	if p.Note != "" {
+		fmt.Fprintf(&b, " (%s)", p.Note)
+	}
+	return b.String()
+}
