@@ -4,7 +4,7 @@
 // QUIC v1 packet with its path, direction, wire time and, where the
 // datagram is whole and decrypts, its frames (RFC 9000, RFC 9001).
 //
-// The capture contract (docs/wire.md): interface 0 is pathA, 1 pathB,
+// The capture contract: interface 0 is pathA, 1 pathB,
 // LINKTYPE_RAW; each Enhanced Packet Block's comment carries
 // "dir=c2s|s2c arr=<unix ns> fate=sent|queue-drop|loss-drop|write-drop".
 // Datagrams may be cut to a snap length that keeps the packet number

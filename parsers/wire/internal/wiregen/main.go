@@ -3,7 +3,7 @@
 // migration from path A to path B mid-transfer. It writes, into -out:
 //
 //	wire.pcapng.gz  the relay's record of every datagram, in the wire
-//	                contract's format (docs/wire.md, parsers/wire)
+//	                contract's format (issue #31, parsers/wire)
 //	keylog.txt      the server's TLS secrets (NSS key log)
 //	server.sqlog.gz quic-go's qlog of the server
 //
