@@ -18,18 +18,17 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -159,17 +158,14 @@ func Read(name string, r io.Reader, opt Options) (*Capture, error) {
 	} else {
 		r = br
 	}
-	ng, err := pcapgo.NewNgReader(r, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+	ng, err := newNgReader(r)
 	if err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("%s: not a pcapng capture: it ends before its first interface", name)
-		}
 		return nil, fmt.Errorf("%s: not a pcapng capture: %v", name, err)
 	}
 	d := newDecoder(name, opt.KeyLog)
-	d.c.Name, d.c.Comment = name, ng.SectionInfo().Comment
+	d.c.Name, d.c.Comment = name, ng.comment
 	for rec := 1; ; rec++ {
-		data, ci, popt, err := ng.ReadPacketDataWithOptions()
+		rc, err := ng.next()
 		if err == io.EOF {
 			break
 		}
@@ -179,11 +175,7 @@ func Read(name string, r io.Reader, opt Options) (*Capture, error) {
 			}
 			return nil, fmt.Errorf("%s: record %d: %w", name, rec, err)
 		}
-		iface, err := ng.Interface(ci.InterfaceIndex)
-		if err != nil {
-			return nil, fmt.Errorf("%s: record %d: %w", name, rec, err)
-		}
-		if err := d.record(rec, data, ci, iface, popt.Comments); err != nil {
+		if err := d.record(rec, rc, ng.ifaces[rc.iface]); err != nil {
 			return nil, err
 		}
 	}
@@ -236,60 +228,70 @@ func parseComment(l *link, comments []string) error {
 	return nil
 }
 
-// udpPayload decodes the raw IP packet with gopacket's layers.
-func udpPayload(data []byte, lt layers.LinkType) (payload []byte, src, dst string, udpLen int, err error) {
+// udpPayload reads the raw IP packet's UDP payload (IPv4, or IPv6
+// without extension headers). udpLen is the payload's length on the wire,
+// which exceeds len(payload) when the record was cut.
+func udpPayload(data []byte, lt uint16) (payload []byte, src, dst string, udpLen int, err error) {
 	if len(data) == 0 {
 		return nil, "", "", 0, errors.New("empty packet")
 	}
-	var ipPayload []byte
-	var srcIP, dstIP string
-	var proto layers.IPProtocol
-	v := data[0] >> 4
-	switch {
-	case v == 4 && lt != layers.LinkTypeIPv6:
-		var ip layers.IPv4
-		if err := ip.DecodeFromBytes(data, gopacket.NilDecodeFeedback); err != nil {
-			return nil, "", "", 0, fmt.Errorf("IPv4: %w", err)
+	var udp []byte
+	var sa, da netip.Addr
+	switch v := data[0] >> 4; {
+	case v == 4 && lt != linkTypeIPv6:
+		ihl := int(data[0]&0x0f) * 4
+		if ihl < 20 || len(data) < ihl+8 {
+			return nil, "", "", 0, errors.New("IPv4 header cut short")
 		}
-		ipPayload, srcIP, dstIP, proto = ip.Payload, ip.SrcIP.String(), ip.DstIP.String(), ip.Protocol
-		if ip.Flags&layers.IPv4MoreFragments != 0 || ip.FragOffset != 0 {
+		if data[9] != 17 {
+			return nil, "", "", 0, fmt.Errorf("IPv4 protocol %d, not UDP", data[9])
+		}
+		if binary.BigEndian.Uint16(data[6:8])&0x3fff != 0 {
 			return nil, "", "", 0, errors.New("IPv4 fragment")
 		}
-	case v == 6 && lt != layers.LinkTypeIPv4:
-		var ip layers.IPv6
-		if err := ip.DecodeFromBytes(data, gopacket.NilDecodeFeedback); err != nil {
-			return nil, "", "", 0, fmt.Errorf("IPv6: %w", err)
+		sa, da = netip.AddrFrom4([4]byte(data[12:16])), netip.AddrFrom4([4]byte(data[16:20]))
+		udp = data[ihl:]
+	case v == 6 && lt != linkTypeIPv4:
+		if len(data) < 48 {
+			return nil, "", "", 0, errors.New("IPv6 header cut short")
 		}
-		ipPayload, srcIP, dstIP, proto = ip.Payload, ip.SrcIP.String(), ip.DstIP.String(), ip.NextHeader
+		if data[6] != 17 {
+			return nil, "", "", 0, fmt.Errorf("IPv6 next header %d, not UDP", data[6])
+		}
+		sa, da = netip.AddrFrom16([16]byte(data[8:24])), netip.AddrFrom16([16]byte(data[24:40]))
+		udp = data[40:]
 	default:
 		return nil, "", "", 0, fmt.Errorf("IP version %d", v)
 	}
-	if proto != layers.IPProtocolUDP {
-		return nil, "", "", 0, fmt.Errorf("protocol %s, not UDP", proto)
+	l := int(binary.BigEndian.Uint16(udp[4:6]))
+	if l < 8 {
+		return nil, "", "", 0, fmt.Errorf("UDP length %d", l)
 	}
-	var udp layers.UDP
-	if err := udp.DecodeFromBytes(ipPayload, gopacket.NilDecodeFeedback); err != nil {
-		return nil, "", "", 0, fmt.Errorf("UDP: %w", err)
+	payload = udp[8:]
+	if len(payload) > l-8 {
+		payload = payload[:l-8]
 	}
-	return udp.Payload, srcIP + ":" + strconv.Itoa(int(udp.SrcPort)), dstIP + ":" + strconv.Itoa(int(udp.DstPort)), int(udp.Length) - 8, nil
+	src = netip.AddrPortFrom(sa, binary.BigEndian.Uint16(udp[0:2])).String()
+	dst = netip.AddrPortFrom(da, binary.BigEndian.Uint16(udp[2:4])).String()
+	return payload, src, dst, l - 8, nil
 }
 
-func (d *decoder) record(rec int, data []byte, ci gopacket.CaptureInfo, iface pcapgo.NgInterface, comments []string) error {
+func (d *decoder) record(rec int, rc ngRecord, iface ngInterface) error {
 	d.c.Records = rec
-	if iface.Name == "" {
-		return fmt.Errorf("%s: record %d: interface %d has no name (if_name); the contract names them pathA and pathB", d.name, rec, ci.InterfaceIndex)
+	if iface.name == "" {
+		return fmt.Errorf("%s: record %d: interface %d has no name (if_name); the contract names them pathA and pathB", d.name, rec, rc.iface)
 	}
-	switch iface.LinkType {
-	case layers.LinkTypeRaw, layers.LinkTypeIPv4, layers.LinkTypeIPv6:
+	switch iface.linkType {
+	case linkTypeRaw, linkTypeIPv4, linkTypeIPv6:
 	default:
-		return fmt.Errorf("%s: record %d: link type %s on interface %s, want LINKTYPE_RAW", d.name, rec, iface.LinkType, iface.Name)
+		return fmt.Errorf("%s: record %d: link type %d on interface %s, want LINKTYPE_RAW (101)", d.name, rec, iface.linkType, iface.name)
 	}
-	d.addPath(iface.Name)
-	l := link{rec: rec, path: iface.Name, wireNS: ci.Timestamp.UnixNano(), whole: ci.CaptureLength >= ci.Length}
-	if err := parseComment(&l, comments); err != nil {
+	d.addPath(iface.name)
+	l := link{rec: rec, path: iface.name, wireNS: rc.unixNS, whole: rc.capLen >= rc.origLen}
+	if err := parseComment(&l, rc.comments); err != nil {
 		return fmt.Errorf("%s: record %d: %w", d.name, rec, err)
 	}
-	payload, src, dst, udpLen, err := udpPayload(data, iface.LinkType)
+	payload, src, dst, udpLen, err := udpPayload(rc.data, iface.linkType)
 	if err != nil {
 		d.skipped++
 		d.firstSkip(rec, err)
