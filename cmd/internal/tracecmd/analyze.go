@@ -31,6 +31,8 @@ func Analyze() *Command {
 		o           render.RunOptions
 		migrationAt = &durationValue{}
 		params      stringArrayValue
+		wirePath    string
+		keylogPath  string
 	)
 	f := flag.NewFlagSet("analyze", flag.ContinueOnError)
 	f.StringVar(&o.Analysis.Impl, "impl", "", "implementation that produced the traces (its constants come from data/); default: the one the trace names")
@@ -43,6 +45,8 @@ func Analyze() *Command {
 	f.DurationVar(&o.Analysis.NewPathRTT, "new-path-rtt", 0, "new path's RTT when known (default: the path-validation round trip)")
 	f.IntVar(&o.Workers, "jobs", 0, "traces analyzed in parallel, one per worker (default: one per CPU); the output order is the arguments' order")
 	f.DurationVar(&o.Analysis.OldPathRTT, "old-path-rtt", 0, "old path's RTT when known (default: the last smoothed RTT before migration)")
+	f.StringVar(&wirePath, "wire", "", "the repetition's capture (pcapng, gzip transparent) for one trace; default: "+discriminator.WireCaptureName+" beside the trace, when there is one")
+	f.StringVar(&keylogPath, "keylog", "", "the TLS key log (NSS format) for --wire; default: "+discriminator.KeyLogName+" beside the capture, when there is one")
 	return &Command{
 		Use:   "analyze [--impl NAME] TRACE [TRACE...]",
 		Short: "Classify every congestion-window decrease around a migration and attribute the RTT",
@@ -80,6 +84,24 @@ otherwise the answer is "no migration found".`,
 				return err
 			}
 			o.Analysis.Params = p
+			if keylogPath != "" && wirePath == "" {
+				return fmt.Errorf("--keylog %s: give the capture it decrypts with --wire", keylogPath)
+			}
+			if wirePath != "" {
+				if len(args) != 1 {
+					return fmt.Errorf("--wire %s: one capture belongs to one trace, got %d traces", wirePath, len(args))
+				}
+				if keylogPath == "" {
+					if _, k := discriminator.WireBeside(wirePath); k != "" {
+						keylogPath = k
+					}
+				}
+				w, err := discriminator.LoadWireEvidence(wirePath, keylogPath)
+				if err != nil {
+					return err
+				}
+				o.Analysis.Wire = w
+			}
 			if isTerminal(os.Stderr) {
 				o.Progress = stderr
 			}
