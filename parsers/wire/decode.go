@@ -61,10 +61,9 @@ func (p *phases) gen(i int) (*keys, error) {
 	return p.gens[i], nil
 }
 
+// knowCID records a connection ID packets in direction dir carry; an
+// empty one (an endpoint that chose zero-length IDs) counts too.
 func (d *decoder) knowCID(dir Direction, cid []byte) {
-	if len(cid) == 0 {
-		return
-	}
 	for _, c := range d.cids[dir] {
 		if bytes.Equal(c, cid) {
 			return
