@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 )
 
 // decoder holds one connection's state across the capture.
@@ -12,7 +13,7 @@ type decoder struct {
 	name   string
 	kl     *KeyLog
 	c      Capture
-	server string // inferred server address, for records without dir=
+	server netip.AddrPort // inferred server address, for records without dir=
 
 	initDCID        []byte
 	clientSCID      []byte

@@ -46,6 +46,8 @@ type ngInterface struct {
 	offset int64
 }
 
+// ngRecord is one packet record; data is valid until the next call to
+// next.
 type ngRecord struct {
 	iface    int
 	unixNS   int64
@@ -191,7 +193,7 @@ func (n *ngReader) next() (ngRecord, error) {
 			if s := int(n.ifaces[0].snapLen); s > 0 && capLen > s {
 				capLen = s
 			}
-			return ngRecord{iface: 0, origLen: orig, capLen: capLen, data: append([]byte(nil), body[4:4+capLen]...)}, nil
+			return ngRecord{iface: 0, origLen: orig, capLen: capLen, data: body[4 : 4+capLen]}, nil
 		}
 	}
 }
@@ -261,5 +263,5 @@ func (n *ngReader) epb(body []byte) (ngRecord, error) {
 	if err != nil {
 		return ngRecord{}, err
 	}
-	return ngRecord{iface: id, unixNS: ns, capLen: capLen, origLen: orig, data: append([]byte(nil), body[20:20+capLen]...), comments: comments}, nil
+	return ngRecord{iface: id, unixNS: ns, capLen: capLen, origLen: orig, data: body[20 : 20+capLen], comments: comments}, nil
 }

@@ -70,10 +70,10 @@ func TestPcapngMatchesPcapgo(t *testing.T) {
 				if udp == nil || ip == nil {
 					t.Fatalf("record %d: gopacket finds no IPv4/UDP", n)
 				}
-				if want := ip.SrcIP.String() + ":" + strconv.Itoa(int(udp.SrcPort)); src != want {
+				if want := ip.SrcIP.String() + ":" + strconv.Itoa(int(udp.SrcPort)); src.String() != want {
 					t.Fatalf("record %d: source %s, gopacket %s", n, src, want)
 				}
-				if want := ip.DstIP.String() + ":" + strconv.Itoa(int(udp.DstPort)); dst != want {
+				if want := ip.DstIP.String() + ":" + strconv.Itoa(int(udp.DstPort)); dst.String() != want {
 					t.Fatalf("record %d: destination %s, gopacket %s", n, dst, want)
 				}
 				if !bytes.Equal(pl, udp.Payload) {

@@ -192,7 +192,7 @@ type link struct {
 	fate      string
 	whole     bool
 	haveDir   bool
-	src, dst  string
+	src, dst  netip.AddrPort
 	udpLength int
 }
 
@@ -231,9 +231,9 @@ func parseComment(l *link, comments []string) error {
 // udpPayload reads the raw IP packet's UDP payload (IPv4, or IPv6
 // without extension headers). udpLen is the payload's length on the wire,
 // which exceeds len(payload) when the record was cut.
-func udpPayload(data []byte, lt uint16) (payload []byte, src, dst string, udpLen int, err error) {
+func udpPayload(data []byte, lt uint16) (payload []byte, src, dst netip.AddrPort, udpLen int, err error) {
 	if len(data) == 0 {
-		return nil, "", "", 0, errors.New("empty packet")
+		return nil, src, dst, 0, errors.New("empty packet")
 	}
 	var udp []byte
 	var sa, da netip.Addr
@@ -241,38 +241,38 @@ func udpPayload(data []byte, lt uint16) (payload []byte, src, dst string, udpLen
 	case v == 4 && lt != linkTypeIPv6:
 		ihl := int(data[0]&0x0f) * 4
 		if ihl < 20 || len(data) < ihl+8 {
-			return nil, "", "", 0, errors.New("IPv4 header cut short")
+			return nil, src, dst, 0, errors.New("IPv4 header cut short")
 		}
 		if data[9] != 17 {
-			return nil, "", "", 0, fmt.Errorf("IPv4 protocol %d, not UDP", data[9])
+			return nil, src, dst, 0, fmt.Errorf("IPv4 protocol %d, not UDP", data[9])
 		}
 		if binary.BigEndian.Uint16(data[6:8])&0x3fff != 0 {
-			return nil, "", "", 0, errors.New("IPv4 fragment")
+			return nil, src, dst, 0, errors.New("IPv4 fragment")
 		}
 		sa, da = netip.AddrFrom4([4]byte(data[12:16])), netip.AddrFrom4([4]byte(data[16:20]))
 		udp = data[ihl:]
 	case v == 6 && lt != linkTypeIPv4:
 		if len(data) < 48 {
-			return nil, "", "", 0, errors.New("IPv6 header cut short")
+			return nil, src, dst, 0, errors.New("IPv6 header cut short")
 		}
 		if data[6] != 17 {
-			return nil, "", "", 0, fmt.Errorf("IPv6 next header %d, not UDP", data[6])
+			return nil, src, dst, 0, fmt.Errorf("IPv6 next header %d, not UDP", data[6])
 		}
 		sa, da = netip.AddrFrom16([16]byte(data[8:24])), netip.AddrFrom16([16]byte(data[24:40]))
 		udp = data[40:]
 	default:
-		return nil, "", "", 0, fmt.Errorf("IP version %d", v)
+		return nil, src, dst, 0, fmt.Errorf("IP version %d", v)
 	}
 	l := int(binary.BigEndian.Uint16(udp[4:6]))
 	if l < 8 {
-		return nil, "", "", 0, fmt.Errorf("UDP length %d", l)
+		return nil, src, dst, 0, fmt.Errorf("UDP length %d", l)
 	}
 	payload = udp[8:]
 	if len(payload) > l-8 {
 		payload = payload[:l-8]
 	}
-	src = netip.AddrPortFrom(sa, binary.BigEndian.Uint16(udp[0:2])).String()
-	dst = netip.AddrPortFrom(da, binary.BigEndian.Uint16(udp[2:4])).String()
+	src = netip.AddrPortFrom(sa, binary.BigEndian.Uint16(udp[0:2]))
+	dst = netip.AddrPortFrom(da, binary.BigEndian.Uint16(udp[2:4]))
 	return payload, src, dst, l - 8, nil
 }
 
@@ -301,7 +301,7 @@ func (d *decoder) record(rec int, rc ngRecord, iface ngInterface) error {
 	if !l.haveDir {
 		// The server is the address common to both paths; the first
 		// datagram of a connection is the client's.
-		if d.server == "" {
+		if !d.server.IsValid() {
 			d.server = dst
 		}
 		l.dir = C2S
@@ -313,9 +313,9 @@ func (d *decoder) record(rec int, rc ngRecord, iface ngInterface) error {
 		l.whole = false
 	}
 	if d.c.Server == "" {
-		d.c.Server = l.dst
+		d.c.Server = l.dst.String()
 		if l.dir == S2C {
-			d.c.Server = l.src
+			d.c.Server = l.src.String()
 		}
 	}
 	return d.datagram(&l, payload)
