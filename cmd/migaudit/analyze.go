@@ -27,6 +27,9 @@ type analyzeOptions struct {
 	// progress is where the progress bar goes (nil: none); the command
 	// sets it to stderr on a terminal.
 	progress io.Writer
+	// wire and keylog give one trace its wire evidence explicitly
+	// (default: the capture and key log beside the trace, if any).
+	wire, keylog string
 }
 
 func newAnalyzeCmd() *cobra.Command {
@@ -79,6 +82,8 @@ otherwise the answer is "no migration found".`,
 	f.DurationVar(&o.Analysis.NewPathRTT, "new-path-rtt", 0, "new path's RTT when known (default: the path-validation round trip)")
 	f.IntVar(&o.Workers, "jobs", 0, "traces analyzed in parallel, one per worker (default: one per CPU); the output order is the arguments' order")
 	f.DurationVar(&o.Analysis.OldPathRTT, "old-path-rtt", 0, "old path's RTT when known (default: the last smoothed RTT before migration)")
+	f.StringVar(&o.wire, "wire", "", "the repetition's capture (pcapng, gzip transparent) for one trace; default: "+discriminator.WireCaptureName+" beside the trace, when there is one")
+	f.StringVar(&o.keylog, "keylog", "", "the TLS key log (NSS format) for --wire; default: "+discriminator.KeyLogName+" beside the capture, when there is one")
 	return cmd
 }
 
@@ -92,6 +97,23 @@ func runAnalyze(stdout io.Writer, o analyzeOptions) error {
 		return err
 	}
 	o.Analysis.Params = p
+	if o.keylog != "" && o.wire == "" {
+		return fmt.Errorf("--keylog %s: give the capture it decrypts with --wire", o.keylog)
+	}
+	if o.wire != "" {
+		if len(o.Traces) != 1 {
+			return fmt.Errorf("--wire %s: one capture belongs to one trace, got %d traces", o.wire, len(o.Traces))
+		}
+		keylog := o.keylog
+		if keylog == "" {
+			_, keylog = discriminator.WireBeside(o.wire)
+		}
+		w, err := discriminator.LoadWireEvidence(o.wire, keylog)
+		if err != nil {
+			return err
+		}
+		o.Analysis.Wire = w
+	}
 	o.Progress = o.progress
 	// No memory profile is ever taken. The heap goal stays Go's default
 	// (GOGC=100): analyze keeps little (a few seconds of a trace at most),
