@@ -83,6 +83,10 @@ func (v gv) next(gv) gv {
 	return (*v.sib)[v.idx+1]
 }
 
+func (v gv) ForEach(fn func(k jkey, v gv) bool) {
+	v.r.ForEach(func(k, x gjson.Result) bool { return fn(jkey{Str: k.Str, Num: k.Num}, gv{r: x, key: k.Str}) })
+}
+
 // oparsePicoquic reads picoquic's oqlog: oqlog draft-00, ONE JSON document
 // {"qlog_version":"draft-00","traces":[{"vantage_point":…,"event_fields":
 // ["relative_time","category","event","data"],"configuration":{"time_units":

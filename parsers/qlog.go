@@ -46,8 +46,7 @@ type qlog[V record[V]] struct {
 }
 
 // record is how the qlog mapper reads a JSON value: the subset of gjson's
-// Result methods it uses, plus the member walk first/next (parent) and Key
-// (eachFirst/eachNext build gjson's ForEach from them).
+// Result methods it uses, plus the member walk first/next (parent) and Key.
 type record[V any] interface {
 	Exists() bool
 	IsObject() bool
@@ -62,34 +61,7 @@ type record[V any] interface {
 	Get(key string) V
 	first() V
 	next(parent V) V
-}
-
-// eachFirst and eachNext walk v as gjson's ForEach would, without a closure (a
-// closure handed to a method of a type parameter escapes: one allocation
-// per call): nothing for a missing value, a scalar itself once with key "",
-// else each member (its key) or element (key "") in order.
-//
-//	for c, k, ok := eachFirst(v); ok; c, k, ok = eachNext(v, c) { … }
-func eachFirst[V record[V]](v V) (V, string, bool) {
-	if !v.Exists() {
-		return v, "", false
-	}
-	if !v.IsObject() && !v.IsArray() {
-		return v, "", true
-	}
-	c := v.first()
-	return c, c.Key(), c.Exists()
-}
-
-func eachNext[V record[V]](v, c V) (V, string, bool) {
-	if !v.IsObject() && !v.IsArray() {
-		return c, "", false
-	}
-	n := c.next(v)
-	if !n.Exists() {
-		return n, "", false
-	}
-	return n, n.Key(), true
+	ForEach(fn func(k jkey, v V) bool)
 }
 
 func newQlog[V record[V]](h timeline.Handler, format string) *qlog[V] {
@@ -455,14 +427,14 @@ func (q *qlog[V]) frame(pkt timeline.Event, kind timeline.EventKind, fr V) error
 		}
 		q.ranges = q.ranges[:0]
 		var err error
-		for r, _, ok := eachFirst(ranges); ok && err == nil; r, _, ok = eachNext(ranges, r) {
+		ranges.ForEach(func(_ jkey, r V) bool {
 			var rg timeline.Range
 			n := 0
 			if !r.IsArray() {
 				err = fmt.Errorf("ack frame: range %s is not an array", excerpt([]byte(r.Raw())))
-				break
+				return false
 			}
-			for x, _, ok := eachFirst(r); ok && err == nil; x, _, ok = eachNext(r, x) {
+			r.ForEach(func(_ jkey, x V) bool {
 				var v int64
 				v, err = q.integer("ack", "acked_ranges", x)
 				if n == 0 {
@@ -471,12 +443,14 @@ func (q *qlog[V]) frame(pkt timeline.Event, kind timeline.EventKind, fr V) error
 					rg.Last = v
 				}
 				n++
-			}
+				return err == nil
+			})
 			if err == nil && n == 0 {
 				err = fmt.Errorf("ack frame: empty range")
 			}
 			q.ranges = append(q.ranges, rg)
-		}
+			return err == nil
+		})
 		if err != nil {
 			return err
 		}
@@ -503,8 +477,8 @@ func (q *qlog[V]) frame(pkt timeline.Event, kind timeline.EventKind, fr V) error
 
 func (q *qlog[V]) datagram(t int64, kind timeline.EventKind, data V, path string) error {
 	ev := timeline.Event{TimeUS: t, Kind: kind, PathID: path, PacketNumber: -1}
-	for v, k, ok := eachFirst(data); ok; v, k, ok = eachNext(data, v) {
-		switch k {
+	data.ForEach(func(k jkey, v V) bool {
+		switch k.Str {
 		case "byte_length":
 			ev.SizeBytes = v.Int()
 		case "raw":
@@ -520,7 +494,8 @@ func (q *qlog[V]) datagram(t int64, kind timeline.EventKind, data V, path string
 				ev.PathID = pid
 			}
 		}
-	}
+		return true
+	})
 	if ev.From != "" || ev.To != "" {
 		q.sawAddr = true
 	}
@@ -539,8 +514,8 @@ func (q *qlog[V]) addr(v V) string {
 	}
 	var ip, port string
 	v6 := false
-	for x, k, ok := eachFirst(v); ok; x, k, ok = eachNext(v, x) {
-		switch k {
+	v.ForEach(func(k jkey, x V) bool {
+		switch k.Str {
 		case "ip_v4", "ip":
 			if ip == "" {
 				ip = x.String()
@@ -558,7 +533,8 @@ func (q *qlog[V]) addr(v V) string {
 				port = x.Raw()
 			}
 		}
-	}
+		return true
+	})
 	if ip == "" {
 		return ""
 	}
@@ -577,8 +553,8 @@ func (q *qlog[V]) addr(v V) string {
 func (q *qlog[V]) lost(t int64, data V, path string) error {
 	ev := timeline.Event{TimeUS: t, Kind: timeline.PacketLost, PathID: path, PacketNumber: -1}
 	var err error
-	for v, k, ok := eachFirst(data); ok && err == nil; v, k, ok = eachNext(data, v) {
-		switch k {
+	data.ForEach(func(k jkey, v V) bool {
+		switch k.Str {
 		case "header":
 			if pn := v.Get("packet_number"); pn.Exists() {
 				ev.PacketNumber, err = q.integer("packet_lost", "packet_number", pn)
@@ -597,7 +573,8 @@ func (q *qlog[V]) lost(t int64, data V, path string) error {
 				ev.PathID = pid
 			}
 		}
-	}
+		return err == nil
+	})
 	if err != nil {
 		return err
 	}
@@ -616,16 +593,16 @@ func (q *qlog[V]) params(t int64, data V, path string) error {
 	}
 	owner = q.str(owner)
 	n := 0
-	for v, k, ok := eachFirst(data); ok; v, k, ok = eachNext(data, v) {
+	data.ForEach(func(k jkey, v V) bool {
 		if v.Type() != gjson.Number {
-			continue
+			return true
 		}
 		i, err := strconv.ParseInt(v.Raw(), 10, 64)
 		if err != nil {
 			// Out-of-range or fractional: not a parameter we can use.
-			continue
+			return true
 		}
-		key := q.str(k)
+		key := q.str(k.Str)
 		if owner != "" {
 			q.meta.Params[owner+"."+key] = i
 		}
@@ -633,7 +610,8 @@ func (q *qlog[V]) params(t int64, data V, path string) error {
 			q.meta.Params[key] = i
 		}
 		n++
-	}
+		return true
+	})
 	detail := "owner=" + owner
 	if owner == "" {
 		detail = "owner not logged"
