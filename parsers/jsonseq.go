@@ -152,7 +152,7 @@ type seqFormat struct {
 // "data".
 func parseJSONSeq(in *input, h timeline.Handler, f seqFormat) error {
 	s := &seqReader{br: in.r}
-	q := newQlog[jv](h, f.format)
+	q := newQlog(h, f.format)
 	q.lostFromCounters = f.lostFromCounters
 	q.noPathNote = f.noPathNote
 	q.meta.Notes = append(q.meta.Notes, f.notes...)

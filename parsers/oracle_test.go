@@ -1,11 +1,8 @@
 package parsers
 
-// The parsers' scanners as they were before the hand-written one (gjson and
-// encoding/json), kept as the oracle the differential fuzz targets compare
-// against (oracle_diff_test.go). They feed the parsers' own qlog mapper
-// through gv, so a difference is one of scanning or of reading a value
-// (gjson's Str, Float, Int against jv's), never of mapping. Not used
-// outside tests.
+// The parsers as they were before the hand-written scanner (gjson and
+// encoding/json), kept verbatim as the oracle the differential fuzz targets
+// compare against (oracle_diff_test.go). Not used outside tests.
 
 import (
 	"bytes"
@@ -20,67 +17,532 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// gv is gjson's reading of a value, given to the parsers' own qlog mapper
-// (qlog[gv]): the oracle scans records with gjson and encoding/json, the
-// parsers with their hand-written tape (jv), and the mapping from a record
-// to the timeline is the same code on both sides. Each method is gjson's
-// own (Get is one level, first match, as jv's is); first and next walk a
-// container's members in order.
-type gv struct {
-	r   gjson.Result
-	key string
-	sib *[]gv // the members of the parent container, for next
-	idx int
+// oqlog maps oqlog events — whatever the dialect, once a record is reduced to
+// (time, name, data) — onto the timeline model. Names are matched on the
+// part after the last ':' so "recovery:metrics_updated" (ngtcp2, quic-go),
+// "quic:recovery_metrics_updated" (quiche) and picoquic's category/event
+// pairs land in the same place.
+//
+// Path events put the peer's address in From and the local one in To.
+type oqlog struct {
+	h    timeline.Handler
+	meta timeline.Meta
+	// rttScale converts an RTT value to µs (1000 for milliseconds).
+	rttScale float64
+	last     map[string]timeline.Sample
+	ranges   []timeline.Range
+	intern   map[string]string
+	// lostFromCounters: losses come as counter deltas (quiche).
+	lostFromCounters bool
+	sawAddr          bool
+	// noPathNote replaces the generic note when metrics had no path id.
+	noPathNote string
+	// rec and off locate the record being handled, for warnings.
+	rec int
+	off int64
 }
 
-func (v gv) Exists() bool     { return v.r.Exists() }
-func (v gv) IsObject() bool   { return v.r.IsObject() }
-func (v gv) IsArray() bool    { return v.r.IsArray() }
-func (v gv) Type() gjson.Type { return v.r.Type }
-func (v gv) Raw() string      { return v.r.Raw }
-func (v gv) Str() string      { return v.r.Str }
-func (v gv) Float() float64   { return v.r.Float() }
-func (v gv) Int() int64       { return v.r.Int() }
-func (v gv) String() string   { return v.r.String() }
-func (v gv) Key() string      { return v.key }
+func onewQlog(h timeline.Handler, format string) *oqlog {
+	return &oqlog{
+		h:        h,
+		meta:     timeline.Meta{Format: format, Params: map[string]int64{}},
+		rttScale: 1000,
+		last:     map[string]timeline.Sample{},
+		intern:   map[string]string{},
+	}
+}
 
-func (v gv) Get(key string) gv {
-	var out gv
-	if v.r.IsObject() {
-		v.r.ForEach(func(k, x gjson.Result) bool {
-			if k.Str == key {
-				out = gv{r: x, key: k.Str}
-				return false
+// str returns a copy of s that outlives the record buffer, shared between
+// equal values (addresses, packet types and path ids repeat endlessly).
+func (q *oqlog) str(s string) string {
+	if v, ok := q.intern[s]; ok {
+		return v
+	}
+	v := strings.Clone(s)
+	if len(q.intern) < 4096 {
+		q.intern[v] = v
+	}
+	return v
+}
+
+func (q *oqlog) emitMeta() {
+	m := q.meta
+	m.Params = make(map[string]int64, len(q.meta.Params))
+	for k, v := range q.meta.Params {
+		m.Params[k] = v
+	}
+	m.Notes = append([]string(nil), q.meta.Notes...)
+	q.h.Meta(m)
+}
+
+func (q *oqlog) finish() {
+	q.meta.LogsAddresses = q.sawAddr
+	if !q.meta.PathIDs {
+		note := q.noPathNote
+		if note == "" {
+			note = "metrics carry no path id"
+		}
+		q.meta.Notes = append(q.meta.Notes, note)
+	}
+	q.emitMeta()
+}
+
+// pathID renders a oqlog path identifier (string or number).
+func (q *oqlog) pathID(v gjson.Result) string {
+	switch v.Type {
+	case gjson.String:
+		return q.str(v.Str)
+	case gjson.Number:
+		return q.str(v.Raw)
+	}
+	return ""
+}
+
+// event handles one oqlog event at time t (µs).
+func (q *oqlog) event(t int64, name string, data gjson.Result, path string) error {
+	if data.Exists() && !data.IsObject() {
+		return fmt.Errorf("event %q: \"data\" is not an object", name)
+	}
+	switch base := baseName(name); base {
+	case "metrics_updated", "recovery_metrics_updated":
+		return q.metrics(t, name, data, path)
+	case "packet_sent":
+		return q.packet(t, timeline.PacketSent, data, path)
+	case "packet_received":
+		return q.packet(t, timeline.PacketReceived, data, path)
+	case "datagram_sent", "datagrams_sent":
+		return q.datagram(t, timeline.DatagramSent, data, path)
+	case "datagram_received", "datagrams_received":
+		return q.datagram(t, timeline.DatagramReceived, data, path)
+	case "packet_lost":
+		return q.lost(t, data, path)
+	case "parameters_set":
+		return q.params(t, data, path)
+	case "congestion_state_updated":
+		q.h.Event(timeline.Event{TimeUS: t, Kind: timeline.CongestionStateUpdated, PathID: path,
+			PacketNumber: -1, Detail: q.str(data.Get("new").Str)})
+	case "connection_started":
+		q.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PathID: path, PacketNumber: -1,
+			From: q.addr(data.Get("remote")), To: q.addr(data.Get("local")), Detail: "connection_started"})
+	case "mtu_updated":
+		if v := data.Get("mtu"); v.Type == gjson.Number {
+			q.meta.Params["mtu"] = v.Int()
+			q.h.Event(timeline.Event{TimeUS: t, Kind: timeline.ParametersSet, PathID: path, PacketNumber: -1,
+				Detail: "mtu=" + v.Raw})
+		}
+	default:
+		if strings.Contains(base, "path") || strings.Contains(base, "migration") {
+			if pid := q.pathID(data.Get("path_id")); pid != "" {
+				path = pid
 			}
-			return true
-		})
+			detail := q.str(name) // fixed here too: name may be a view of the record
+			if data.Exists() {
+				detail += " " + compact(data.Raw, 300)
+			}
+			q.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PathID: path, PacketNumber: -1,
+				Detail: detail})
+		}
 	}
-	return out
+	return nil
 }
 
-func (v gv) first() gv {
-	if !v.r.IsObject() && !v.r.IsArray() {
-		return gv{}
+func (q *oqlog) number(name, key string, v gjson.Result) (float64, error) {
+	if v.Type != gjson.Number {
+		return 0, fmt.Errorf("event %q: %q is not a number (%s)", name, key, excerpt([]byte(v.Raw)))
 	}
-	var c []gv
-	v.r.ForEach(func(k, x gjson.Result) bool {
-		c = append(c, gv{r: x, key: k.Str})
+	return v.Float(), nil
+}
+
+func (q *oqlog) integer(name, key string, v gjson.Result) (int64, error) {
+	if v.Type != gjson.Number {
+		return 0, fmt.Errorf("event %q: %q is not a number (%s)", name, key, excerpt([]byte(v.Raw)))
+	}
+	if i, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
+		return i, nil
+	}
+	return roundUS(v.Float()), nil
+}
+
+func (q *oqlog) metrics(t int64, name string, data gjson.Result, path string) error {
+	var r timeline.Sample
+	var f timeline.Field
+	var err error
+	var lost int64
+	data.ForEach(func(k, v gjson.Result) bool {
+		var x float64
+		switch k.Str {
+		case "congestion_window", "cwnd":
+			r.CwndBytes, err = q.integer(name, k.Str, v)
+			f |= timeline.FieldCwnd
+		case "bytes_in_flight":
+			r.BytesInFlight, err = q.integer(name, k.Str, v)
+			f |= timeline.FieldBytesInFlight
+		case "smoothed_rtt":
+			x, err = q.number(name, k.Str, v)
+			r.SmoothedRTTUS = roundUS(x * q.rttScale)
+			f |= timeline.FieldSmoothedRTT
+		case "min_rtt":
+			x, err = q.number(name, k.Str, v)
+			r.MinRTTUS = roundUS(x * q.rttScale)
+			f |= timeline.FieldMinRTT
+		case "latest_rtt":
+			x, err = q.number(name, k.Str, v)
+			r.LatestRTTUS = roundUS(x * q.rttScale)
+			f |= timeline.FieldLatestRTT
+		case "rtt_variance", "rttvar":
+			x, err = q.number(name, k.Str, v)
+			r.RTTVarUS = roundUS(x * q.rttScale)
+			f |= timeline.FieldRTTVar
+		case "path_id":
+			if pid := q.pathID(v); pid != "" {
+				path = pid
+			}
+		case "cf_lost_packets":
+			if q.lostFromCounters {
+				lost = v.Get("delta").Int()
+			}
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if path != "" {
+		q.meta.PathIDs = true
+	}
+	if lost > 0 {
+		n := lost
+		if n > maxLostPerRecord {
+			n = maxLostPerRecord
+			q.h.Warn(warning(q.rec, q.off, fmt.Sprintf("cf_lost_packets.delta %d: only %d loss events emitted", lost, n)))
+		}
+		for i := int64(0); i < n; i++ {
+			q.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PacketLost, PathID: path, PacketNumber: -1,
+				Detail: "counted from cf_lost_packets.delta (packet number not logged)"})
+		}
+	}
+	if f == 0 {
+		return nil
+	}
+	s := q.last[path]
+	s.TimeUS, s.PathID, s.Fields = t, path, f
+	if f.Has(timeline.FieldCwnd) {
+		s.CwndBytes = r.CwndBytes
+	}
+	if f.Has(timeline.FieldBytesInFlight) {
+		s.BytesInFlight = r.BytesInFlight
+	}
+	if f.Has(timeline.FieldSmoothedRTT) {
+		s.SmoothedRTTUS = r.SmoothedRTTUS
+	}
+	if f.Has(timeline.FieldMinRTT) {
+		s.MinRTTUS = r.MinRTTUS
+	}
+	if f.Has(timeline.FieldLatestRTT) {
+		s.LatestRTTUS = r.LatestRTTUS
+	}
+	if f.Has(timeline.FieldRTTVar) {
+		s.RTTVarUS = r.RTTVarUS
+	}
+	q.last[path] = s
+	q.h.Sample(s)
+	return nil
+}
+
+// space interns the common packet types without allocating.
+func (q *oqlog) space(s string) string {
+	switch s {
+	case "1RTT":
+		return "1RTT"
+	case "initial":
+		return "initial"
+	case "handshake":
+		return "handshake"
+	case "0RTT":
+		return "0RTT"
+	case "":
+		return ""
+	}
+	return q.str(s)
+}
+
+func (q *oqlog) packet(t int64, kind timeline.EventKind, data gjson.Result, path string) error {
+	ev := timeline.Event{TimeUS: t, Kind: kind, PathID: path, PacketNumber: -1}
+	var frames gjson.Result
+	var err error
+	name := string(kind)
+	data.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "header":
+			v.ForEach(func(hk, hv gjson.Result) bool {
+				switch hk.Str {
+				case "packet_number":
+					ev.PacketNumber, err = q.integer(name, "packet_number", hv)
+				case "packet_type":
+					ev.PacketSpace = q.space(hv.Str)
+				case "packet_size":
+					ev.SizeBytes = hv.Int()
+				}
+				return err == nil
+			})
+		case "packet_type":
+			ev.PacketSpace = q.space(v.Str)
+		case "raw":
+			if ev.SizeBytes == 0 {
+				ev.SizeBytes = v.Get("length").Int()
+			}
+		case "frames":
+			frames = v
+		case "path_id":
+			if pid := q.pathID(v); pid != "" {
+				ev.PathID = pid
+			}
+		case "addr_from", "src":
+			ev.From = q.addr(v)
+		case "addr_to", "dst":
+			ev.To = q.addr(v)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if ev.From != "" || ev.To != "" {
+		q.sawAddr = true
+	}
+	q.h.Event(ev)
+	if !frames.Exists() {
+		return nil
+	}
+	if !frames.IsArray() {
+		return fmt.Errorf("event %q: \"frames\" is not an array", name)
+	}
+	frames.ForEach(func(_, fr gjson.Result) bool {
+		err = q.frame(ev, kind, fr)
+		return err == nil
+	})
+	return err
+}
+
+func (q *oqlog) frame(pkt timeline.Event, kind timeline.EventKind, fr gjson.Result) error {
+	var ftype string
+	var ranges, data gjson.Result
+	fr.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "frame_type":
+			ftype = v.Str
+		case "acked_ranges":
+			ranges = v
+		case "data", "path_challenge", "path_response":
+			data = v
+		}
 		return true
 	})
-	if len(c) == 0 {
-		return gv{}
+	sent := kind == timeline.PacketSent
+	ev := timeline.Event{TimeUS: pkt.TimeUS, PathID: pkt.PathID, From: pkt.From, To: pkt.To,
+		PacketNumber: pkt.PacketNumber, PacketSpace: pkt.PacketSpace}
+	switch ftype {
+	case "ack":
+		// An ACK in a sent packet acknowledges the peer's packets, which
+		// says nothing about our own sender's state.
+		if sent {
+			return nil
+		}
+		q.ranges = q.ranges[:0]
+		var err error
+		ranges.ForEach(func(_, r gjson.Result) bool {
+			var rg timeline.Range
+			n := 0
+			if !r.IsArray() {
+				err = fmt.Errorf("ack frame: range %s is not an array", excerpt([]byte(r.Raw)))
+				return false
+			}
+			r.ForEach(func(_, x gjson.Result) bool {
+				var v int64
+				v, err = q.integer("ack", "acked_ranges", x)
+				if n == 0 {
+					rg.First, rg.Last = v, v
+				} else {
+					rg.Last = v
+				}
+				n++
+				return err == nil
+			})
+			if err == nil && n == 0 {
+				err = fmt.Errorf("ack frame: empty range")
+			}
+			q.ranges = append(q.ranges, rg)
+			return err == nil
+		})
+		if err != nil {
+			return err
+		}
+		ev.Kind = timeline.PacketsAcked
+		ev.AckRanges = q.ranges
+	case "path_challenge":
+		ev.Kind = timeline.PathChallengeReceived
+		if sent {
+			ev.Kind = timeline.PathChallengeSent
+		}
+		ev.Data = strings.Clone(data.Str)
+	case "path_response":
+		ev.Kind = timeline.PathResponseReceived
+		if sent {
+			ev.Kind = timeline.PathResponseSent
+		}
+		ev.Data = strings.Clone(data.Str)
+	default:
+		return nil
 	}
-	for i := range c {
-		c[i].sib, c[i].idx = &c, i
-	}
-	return c[0]
+	q.h.Event(ev)
+	return nil
 }
 
-func (v gv) next(gv) gv {
-	if v.sib == nil || v.idx+1 >= len(*v.sib) {
-		return gv{}
+func (q *oqlog) datagram(t int64, kind timeline.EventKind, data gjson.Result, path string) error {
+	ev := timeline.Event{TimeUS: t, Kind: kind, PathID: path, PacketNumber: -1}
+	data.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "byte_length":
+			ev.SizeBytes = v.Int()
+		case "raw":
+			if v.IsObject() {
+				ev.SizeBytes = v.Get("length").Int()
+			}
+		case "addr_from", "src":
+			ev.From = q.addr(v)
+		case "addr_to", "dst":
+			ev.To = q.addr(v)
+		case "path_id":
+			if pid := q.pathID(v); pid != "" {
+				ev.PathID = pid
+			}
+		}
+		return true
+	})
+	if ev.From != "" || ev.To != "" {
+		q.sawAddr = true
 	}
-	return (*v.sib)[v.idx+1]
+	q.h.Event(ev)
+	return nil
+}
+
+// addr renders a oqlog address object ({"ip_v4": "10.0.1.1", "port_v4": 4433},
+// or the _v6 pair) as ip:port; a plain string is taken as is.
+func (q *oqlog) addr(v gjson.Result) string {
+	if v.Type == gjson.String {
+		return q.str(v.Str)
+	}
+	if !v.IsObject() {
+		return ""
+	}
+	var ip, port string
+	v6 := false
+	v.ForEach(func(k, x gjson.Result) bool {
+		switch k.Str {
+		case "ip_v4", "ip":
+			if ip == "" {
+				ip = x.String()
+			}
+		case "ip_v6":
+			if ip == "" {
+				ip, v6 = x.String(), true
+			}
+		case "port_v4", "port":
+			if port == "" {
+				port = x.Raw
+			}
+		case "port_v6":
+			if port == "" {
+				port = x.Raw
+			}
+		}
+		return true
+	})
+	if ip == "" {
+		return ""
+	}
+	var key string
+	switch {
+	case port == "":
+		key = ip
+	case v6 || strings.Contains(ip, ":"):
+		key = "[" + ip + "]:" + port
+	default:
+		key = ip + ":" + port
+	}
+	return q.str(key)
+}
+
+func (q *oqlog) lost(t int64, data gjson.Result, path string) error {
+	ev := timeline.Event{TimeUS: t, Kind: timeline.PacketLost, PathID: path, PacketNumber: -1}
+	var err error
+	data.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "header":
+			if pn := v.Get("packet_number"); pn.Exists() {
+				ev.PacketNumber, err = q.integer("packet_lost", "packet_number", pn)
+			}
+			if pt := v.Get("packet_type"); pt.Exists() {
+				ev.PacketSpace = q.space(pt.Str)
+			}
+		case "packet_number":
+			ev.PacketNumber, err = q.integer("packet_lost", "packet_number", v)
+		case "packet_type":
+			ev.PacketSpace = q.space(v.Str)
+		case "trigger":
+			ev.Detail = q.str(v.Str)
+		case "path_id":
+			if pid := q.pathID(v); pid != "" {
+				ev.PathID = pid
+			}
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	q.h.Event(ev)
+	return nil
+}
+
+// params records numeric transport parameters as "local.NAME" and
+// "remote.NAME" (by the event's owner/initiator) and, for the peer's
+// (remote) ones or when no owner is given, also as plain "NAME": the peer's
+// limits are what bound this endpoint's sending.
+func (q *oqlog) params(t int64, data gjson.Result, path string) error {
+	owner := data.Get("owner").Str
+	if owner == "" {
+		owner = data.Get("initiator").Str
+	}
+	owner = q.str(owner)
+	n := 0
+	data.ForEach(func(k, v gjson.Result) bool {
+		if v.Type != gjson.Number {
+			return true
+		}
+		i, err := strconv.ParseInt(v.Raw, 10, 64)
+		if err != nil {
+			// Out-of-range or fractional: not a parameter we can use.
+			return true
+		}
+		key := q.str(k.Str)
+		if owner != "" {
+			q.meta.Params[owner+"."+key] = i
+		}
+		if owner == "" || owner == "remote" {
+			q.meta.Params[key] = i
+		}
+		n++
+		return true
+	})
+	detail := "owner=" + owner
+	if owner == "" {
+		detail = "owner not logged"
+	}
+	q.h.Event(timeline.Event{TimeUS: t, Kind: timeline.ParametersSet, PathID: path, PacketNumber: -1,
+		Detail: fmt.Sprintf("%s, %d numeric parameters", detail, n)})
+	q.emitMeta()
+	return nil
 }
 
 // oparsePicoquic reads picoquic's oqlog: oqlog draft-00, ONE JSON document
@@ -96,7 +558,7 @@ func (v gv) next(gv) gv {
 // event is stamped when its packet was processed); the order is kept as
 // logged.
 func oparsePicoquic(in *input, h timeline.Handler) error {
-	p := &opicoquicParser{in: in, dec: json.NewDecoder(in.r), q: newQlog[gv](h, FormatPicoquic)}
+	p := &opicoquicParser{in: in, dec: json.NewDecoder(in.r), q: onewQlog(h, FormatPicoquic)}
 	err := p.document()
 	if err == nil {
 		p.q.finish()
@@ -118,7 +580,7 @@ func oparsePicoquic(in *input, h timeline.Handler) error {
 type opicoquicParser struct {
 	in     *input
 	dec    *json.Decoder
-	q      *qlog[gv]
+	q      *oqlog
 	raw    json.RawMessage
 	events int
 	title  string
@@ -374,7 +836,7 @@ func (p *opicoquicParser) eventList(fields []string, scale float64) error {
 		}
 		name = append(name, evn.Str...)
 		p.q.rec, p.q.off = p.events, off
-		if err := p.q.event(roundUS(t.Float()*scale), bstr(name), gv{r: data}, p.q.pathID(gv{r: path})); err != nil {
+		if err := p.q.event(roundUS(t.Float()*scale), bstr(name), data, p.q.pathID(path)); err != nil {
 			return p.in.errorf(p.events, off, "%v", err)
 		}
 	}
@@ -386,7 +848,7 @@ func (p *opicoquicParser) eventList(fields []string, scale float64) error {
 // "data".
 func oparseJSONSeq(in *input, h timeline.Handler, f seqFormat) error {
 	s := &seqReader{br: in.r}
-	q := newQlog[gv](h, f.format)
+	q := onewQlog(h, f.format)
 	q.lostFromCounters = f.lostFromCounters
 	q.noPathNote = f.noPathNote
 	q.meta.Notes = append(q.meta.Notes, f.notes...)
@@ -480,7 +942,7 @@ func oparseJSONSeq(in *input, h timeline.Handler, f seqFormat) error {
 		}
 		t -= refTime
 		q.rec, q.off = n, off
-		if err := q.event(roundUS(t*timeScale), nameRes.Str, gv{r: dataRes}, q.pathID(gv{r: pathRes})); err != nil {
+		if err := q.event(roundUS(t*timeScale), nameRes.Str, dataRes, q.pathID(pathRes)); err != nil {
 			return in.errorf(n, off, "%v", err)
 		}
 	}

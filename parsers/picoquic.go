@@ -25,7 +25,7 @@ import (
 // event is stamped when its packet was processed); the order is kept as
 // logged.
 func parsePicoquic(in *input, h timeline.Handler) error {
-	p := &picoquicParser{in: in, dec: json.NewDecoder(in.r), q: newQlog[jv](h, FormatPicoquic)}
+	p := &picoquicParser{in: in, dec: json.NewDecoder(in.r), q: newQlog(h, FormatPicoquic)}
 	err := p.document()
 	if err == nil {
 		p.q.finish()
@@ -47,7 +47,7 @@ func parsePicoquic(in *input, h timeline.Handler) error {
 type picoquicParser struct {
 	in     *input
 	dec    *json.Decoder
-	q      *qlog[jv]
+	q      *qlog
 	raw    json.RawMessage
 	events int
 	title  string

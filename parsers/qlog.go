@@ -17,11 +17,7 @@ import (
 // pairs land in the same place.
 //
 // Path events put the peer's address in From and the local one in To.
-//
-// The mapper reads records through V: jv, a view of the scanner's tape, in
-// the parsers; the test oracle (oracle_test.go) gives it gjson's reading of
-// the same bytes, so that the two differ only in how a record is scanned.
-type qlog[V record[V]] struct {
+type qlog struct {
 	h    timeline.Handler
 	meta timeline.Meta
 	// rttScale converts an RTT value to µs (1000 for milliseconds).
@@ -45,55 +41,8 @@ type qlog[V record[V]] struct {
 	off int64
 }
 
-// record is how the qlog mapper reads a JSON value: the subset of gjson's
-// Result methods it uses, plus the member walk first/next (parent) and Key
-// (eachFirst/eachNext build gjson's ForEach from them).
-type record[V any] interface {
-	Exists() bool
-	IsObject() bool
-	IsArray() bool
-	Type() gjson.Type
-	Raw() string
-	Str() string
-	Float() float64
-	Int() int64
-	String() string
-	Key() string
-	Get(key string) V
-	first() V
-	next(parent V) V
-}
-
-// eachFirst and eachNext walk v as gjson's ForEach would, without a closure (a
-// closure handed to a method of a type parameter escapes: one allocation
-// per call): nothing for a missing value, a scalar itself once with key "",
-// else each member (its key) or element (key "") in order.
-//
-//	for c, k, ok := eachFirst(v); ok; c, k, ok = eachNext(v, c) { … }
-func eachFirst[V record[V]](v V) (V, string, bool) {
-	if !v.Exists() {
-		return v, "", false
-	}
-	if !v.IsObject() && !v.IsArray() {
-		return v, "", true
-	}
-	c := v.first()
-	return c, c.Key(), c.Exists()
-}
-
-func eachNext[V record[V]](v, c V) (V, string, bool) {
-	if !v.IsObject() && !v.IsArray() {
-		return c, "", false
-	}
-	n := c.next(v)
-	if !n.Exists() {
-		return n, "", false
-	}
-	return n, n.Key(), true
-}
-
-func newQlog[V record[V]](h timeline.Handler, format string) *qlog[V] {
-	return &qlog[V]{
+func newQlog(h timeline.Handler, format string) *qlog {
+	return &qlog{
 		h:        h,
 		meta:     timeline.Meta{Format: format, Params: map[string]int64{}},
 		rttScale: 1000,
@@ -104,7 +53,7 @@ func newQlog[V record[V]](h timeline.Handler, format string) *qlog[V] {
 
 // str returns a copy of s that outlives the record buffer, shared between
 // equal values (addresses, packet types and path ids repeat endlessly).
-func (q *qlog[V]) str(s string) string {
+func (q *qlog) str(s string) string {
 	if v, ok := q.intern[s]; ok {
 		return v
 	}
@@ -115,7 +64,7 @@ func (q *qlog[V]) str(s string) string {
 	return v
 }
 
-func (q *qlog[V]) emitMeta() {
+func (q *qlog) emitMeta() {
 	m := q.meta
 	m.Params = make(map[string]int64, len(q.meta.Params))
 	for k, v := range q.meta.Params {
@@ -125,7 +74,7 @@ func (q *qlog[V]) emitMeta() {
 	q.h.Meta(m)
 }
 
-func (q *qlog[V]) finish() {
+func (q *qlog) finish() {
 	q.meta.LogsAddresses = q.sawAddr
 	if !q.meta.PathIDs {
 		note := q.noPathNote
@@ -138,7 +87,7 @@ func (q *qlog[V]) finish() {
 }
 
 // pathID renders a qlog path identifier (string or number).
-func (q *qlog[V]) pathID(v V) string {
+func (q *qlog) pathID(v jv) string {
 	switch v.Type() {
 	case gjson.String:
 		return q.str(v.Str())
@@ -169,7 +118,7 @@ func baseName(name string) string {
 }
 
 // event handles one qlog event at time t (µs).
-func (q *qlog[V]) event(t int64, name string, data V, path string) error {
+func (q *qlog) event(t int64, name string, data jv, path string) error {
 	if data.Exists() && !data.IsObject() {
 		return fmt.Errorf("event %q: \"data\" is not an object", name)
 	}
@@ -232,14 +181,14 @@ func compact(raw string, max int) string {
 	return b.String()
 }
 
-func (q *qlog[V]) number(name, key string, v V) (float64, error) {
+func (q *qlog) number(name, key string, v jv) (float64, error) {
 	if v.Type() != gjson.Number {
 		return 0, fmt.Errorf("event %q: %q is not a number (%s)", name, key, excerpt([]byte(v.Raw())))
 	}
 	return v.Float(), nil
 }
 
-func (q *qlog[V]) integer(name, key string, v V) (int64, error) {
+func (q *qlog) integer(name, key string, v jv) (int64, error) {
 	if v.Type() != gjson.Number {
 		return 0, fmt.Errorf("event %q: %q is not a number (%s)", name, key, excerpt([]byte(v.Raw())))
 	}
@@ -256,7 +205,7 @@ func (q *qlog[V]) integer(name, key string, v V) (int64, error) {
 // corrupt counter cannot turn a few bytes into millions of events.
 const maxLostPerRecord = 1024
 
-func (q *qlog[V]) metrics(t int64, name string, data V, path string) error {
+func (q *qlog) metrics(t int64, name string, data jv, path string) error {
 	var r timeline.Sample
 	var f timeline.Field
 	var err error
@@ -344,14 +293,14 @@ func (q *qlog[V]) metrics(t int64, name string, data V, path string) error {
 	return nil
 }
 
-func (q *qlog[V]) lastFor(path string) timeline.Sample {
+func (q *qlog) lastFor(path string) timeline.Sample {
 	if q.curOK && q.curPath == path {
 		return q.cur
 	}
 	return q.last[path]
 }
 
-func (q *qlog[V]) setLast(path string, s timeline.Sample) {
+func (q *qlog) setLast(path string, s timeline.Sample) {
 	if q.curOK && q.curPath != path {
 		q.last[q.curPath] = q.cur
 	}
@@ -359,7 +308,7 @@ func (q *qlog[V]) setLast(path string, s timeline.Sample) {
 }
 
 // space interns the common packet types without allocating.
-func (q *qlog[V]) space(s string) string {
+func (q *qlog) space(s string) string {
 	switch s {
 	case "1RTT":
 		return "1RTT"
@@ -375,9 +324,9 @@ func (q *qlog[V]) space(s string) string {
 	return q.str(s)
 }
 
-func (q *qlog[V]) packet(t int64, kind timeline.EventKind, data V, path string) error {
+func (q *qlog) packet(t int64, kind timeline.EventKind, data jv, path string) error {
 	ev := timeline.Event{TimeUS: t, Kind: kind, PathID: path, PacketNumber: -1}
-	var frames V
+	var frames jv
 	var err error
 	name := string(kind)
 	for v := data.first(); v.Exists() && err == nil; v = v.next(data) {
@@ -430,9 +379,9 @@ func (q *qlog[V]) packet(t int64, kind timeline.EventKind, data V, path string) 
 	return err
 }
 
-func (q *qlog[V]) frame(pkt timeline.Event, kind timeline.EventKind, fr V) error {
+func (q *qlog) frame(pkt timeline.Event, kind timeline.EventKind, fr jv) error {
 	var ftype string
-	var ranges, data V
+	var ranges, data jv
 	for v := fr.first(); v.Exists(); v = v.next(fr) {
 		switch v.Key() {
 		case "frame_type":
@@ -455,14 +404,14 @@ func (q *qlog[V]) frame(pkt timeline.Event, kind timeline.EventKind, fr V) error
 		}
 		q.ranges = q.ranges[:0]
 		var err error
-		for r, _, ok := eachFirst(ranges); ok && err == nil; r, _, ok = eachNext(ranges, r) {
+		ranges.ForEach(func(_ jkey, r jv) bool {
 			var rg timeline.Range
 			n := 0
 			if !r.IsArray() {
 				err = fmt.Errorf("ack frame: range %s is not an array", excerpt([]byte(r.Raw())))
-				break
+				return false
 			}
-			for x, _, ok := eachFirst(r); ok && err == nil; x, _, ok = eachNext(r, x) {
+			r.ForEach(func(_ jkey, x jv) bool {
 				var v int64
 				v, err = q.integer("ack", "acked_ranges", x)
 				if n == 0 {
@@ -471,12 +420,14 @@ func (q *qlog[V]) frame(pkt timeline.Event, kind timeline.EventKind, fr V) error
 					rg.Last = v
 				}
 				n++
-			}
+				return err == nil
+			})
 			if err == nil && n == 0 {
 				err = fmt.Errorf("ack frame: empty range")
 			}
 			q.ranges = append(q.ranges, rg)
-		}
+			return err == nil
+		})
 		if err != nil {
 			return err
 		}
@@ -501,10 +452,10 @@ func (q *qlog[V]) frame(pkt timeline.Event, kind timeline.EventKind, fr V) error
 	return nil
 }
 
-func (q *qlog[V]) datagram(t int64, kind timeline.EventKind, data V, path string) error {
+func (q *qlog) datagram(t int64, kind timeline.EventKind, data jv, path string) error {
 	ev := timeline.Event{TimeUS: t, Kind: kind, PathID: path, PacketNumber: -1}
-	for v, k, ok := eachFirst(data); ok; v, k, ok = eachNext(data, v) {
-		switch k {
+	data.ForEach(func(k jkey, v jv) bool {
+		switch k.Str {
 		case "byte_length":
 			ev.SizeBytes = v.Int()
 		case "raw":
@@ -520,7 +471,8 @@ func (q *qlog[V]) datagram(t int64, kind timeline.EventKind, data V, path string
 				ev.PathID = pid
 			}
 		}
-	}
+		return true
+	})
 	if ev.From != "" || ev.To != "" {
 		q.sawAddr = true
 	}
@@ -530,7 +482,7 @@ func (q *qlog[V]) datagram(t int64, kind timeline.EventKind, data V, path string
 
 // addr renders a qlog address object ({"ip_v4": "10.0.1.1", "port_v4": 4433},
 // or the _v6 pair) as ip:port; a plain string is taken as is.
-func (q *qlog[V]) addr(v V) string {
+func (q *qlog) addr(v jv) string {
 	if v.Type() == gjson.String {
 		return q.str(v.Str())
 	}
@@ -539,8 +491,8 @@ func (q *qlog[V]) addr(v V) string {
 	}
 	var ip, port string
 	v6 := false
-	for x, k, ok := eachFirst(v); ok; x, k, ok = eachNext(v, x) {
-		switch k {
+	v.ForEach(func(k jkey, x jv) bool {
+		switch k.Str {
 		case "ip_v4", "ip":
 			if ip == "" {
 				ip = x.String()
@@ -558,7 +510,8 @@ func (q *qlog[V]) addr(v V) string {
 				port = x.Raw()
 			}
 		}
-	}
+		return true
+	})
 	if ip == "" {
 		return ""
 	}
@@ -574,11 +527,11 @@ func (q *qlog[V]) addr(v V) string {
 	return q.str(key)
 }
 
-func (q *qlog[V]) lost(t int64, data V, path string) error {
+func (q *qlog) lost(t int64, data jv, path string) error {
 	ev := timeline.Event{TimeUS: t, Kind: timeline.PacketLost, PathID: path, PacketNumber: -1}
 	var err error
-	for v, k, ok := eachFirst(data); ok && err == nil; v, k, ok = eachNext(data, v) {
-		switch k {
+	data.ForEach(func(k jkey, v jv) bool {
+		switch k.Str {
 		case "header":
 			if pn := v.Get("packet_number"); pn.Exists() {
 				ev.PacketNumber, err = q.integer("packet_lost", "packet_number", pn)
@@ -597,7 +550,8 @@ func (q *qlog[V]) lost(t int64, data V, path string) error {
 				ev.PathID = pid
 			}
 		}
-	}
+		return err == nil
+	})
 	if err != nil {
 		return err
 	}
@@ -609,23 +563,23 @@ func (q *qlog[V]) lost(t int64, data V, path string) error {
 // "remote.NAME" (by the event's owner/initiator) and, for the peer's
 // (remote) ones or when no owner is given, also as plain "NAME": the peer's
 // limits are what bound this endpoint's sending.
-func (q *qlog[V]) params(t int64, data V, path string) error {
+func (q *qlog) params(t int64, data jv, path string) error {
 	owner := data.Get("owner").Str()
 	if owner == "" {
 		owner = data.Get("initiator").Str()
 	}
 	owner = q.str(owner)
 	n := 0
-	for v, k, ok := eachFirst(data); ok; v, k, ok = eachNext(data, v) {
+	data.ForEach(func(k jkey, v jv) bool {
 		if v.Type() != gjson.Number {
-			continue
+			return true
 		}
 		i, err := strconv.ParseInt(v.Raw(), 10, 64)
 		if err != nil {
 			// Out-of-range or fractional: not a parameter we can use.
-			continue
+			return true
 		}
-		key := q.str(k)
+		key := q.str(k.Str)
 		if owner != "" {
 			q.meta.Params[owner+"."+key] = i
 		}
@@ -633,7 +587,8 @@ func (q *qlog[V]) params(t int64, data V, path string) error {
 			q.meta.Params[key] = i
 		}
 		n++
-	}
+		return true
+	})
 	detail := "owner=" + owner
 	if owner == "" {
 		detail = "owner not logged"
