@@ -65,6 +65,7 @@ type WireMap struct {
 	Suite        string
 	ClientRandom []byte
 	Records      int
+	FirstNS      int64 // the earliest record's wire time
 	// Sent[0] is client→server, Sent[1] server→client: every sighting of
 	// each packet number, in capture order (a packet may be seen twice).
 	Sent [2]map[int64][]WireSighting
@@ -144,6 +145,9 @@ func decodeWire(name string, dgs []datagram, kl *nssKeyLog) (*WireMap, error) {
 		d.m.KeyLog = kl.name
 	}
 	for i := range dgs {
+		if i == 0 || dgs[i].wireNS < d.m.FirstNS {
+			d.m.FirstNS = dgs[i].wireNS
+		}
 		if err := d.datagram(&dgs[i]); err != nil {
 			return nil, fmt.Errorf("%s: record %d (%s %s): %w", name, dgs[i].record, dgs[i].path, dirName(dgs[i].s2c), err)
 		}
