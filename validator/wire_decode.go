@@ -9,7 +9,6 @@ package validator
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -395,7 +394,7 @@ func (d *wireDecoder) appKeys() error {
 	for s, label := range []string{"CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"} {
 		sec, err := d.kl.secret(label, d.m.ClientRandom)
 		if err != nil {
-			return fmt.Errorf("the capture's connection (client_random %s): %w", hex.EncodeToString(d.m.ClientRandom), err)
+			return fmt.Errorf("the capture's connection: %w", err)
 		}
 		if d.app[s], err = newDirection(*d.suite, sec); err != nil {
 			return err

@@ -75,6 +75,9 @@ func parseCapture(name string, raw []byte) ([]datagram, error) {
 	}
 	dgs, err := walkBlocks(name, data)
 	if err != nil {
+		if gzErr != nil {
+			return nil, fmt.Errorf("%w (the gzip stream ends early: %v)", err, gzErr)
+		}
 		return nil, err
 	}
 	if gzErr != nil {
