@@ -8,6 +8,7 @@ package validator
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -254,15 +255,8 @@ func (d *wireDecoder) unprotect(dir *direction, gen int, largest *int64, pkt []b
 	if pnOff+20 > len(pkt) {
 		return nil, -1, fmt.Errorf("packet of %d bytes has no header protection sample", len(pkt))
 	}
-	mask := dir.hp(pkt[pnOff+4 : pnOff+20])
 	hdr := bytes.Clone(pkt[:pnOff+4])
-	hdr[0] ^= mask[0] & firstMask
-	pnLen := int(hdr[0]&3) + 1
-	var trunc uint64
-	for i := range pnLen {
-		hdr[pnOff+i] ^= mask[1+i]
-		trunc = trunc<<8 | uint64(hdr[pnOff+i])
-	}
+	pnLen, trunc := unmaskHeader(dir.hp(pkt[pnOff+4:pnOff+20]), hdr, pnOff, firstMask)
 	pn := expandPN(*largest, trunc, pnLen)
 	k, err := dir.generation(gen)
 	if err != nil {
@@ -274,6 +268,19 @@ func (d *wireDecoder) unprotect(dir *direction, gen int, largest *int64, pkt []b
 	}
 	*largest = max(*largest, pn)
 	return plain, pn, nil
+}
+
+// unmaskHeader removes header protection from hdr (the packet's first
+// pnOff+4 bytes, changed in place) and returns the packet number's length
+// and its truncated value.
+func unmaskHeader(mask [5]byte, hdr []byte, pnOff int, firstMask byte) (int, uint64) {
+	hdr[0] ^= mask[0] & firstMask
+	n := int(hdr[0]&3) + 1
+	field := hdr[pnOff : pnOff+n]
+	subtle.XORBytes(field, field, mask[1:1+n])
+	var wide [8]byte
+	copy(wide[8-n:], field)
+	return n, binary.BigEndian.Uint64(wide[:])
 }
 
 // expandPN is RFC 9000 §A.3: the packet number nearest the next expected.
@@ -306,12 +313,7 @@ func (d *wireDecoder) shortHeader(dg *datagram, pkt []byte) error {
 		return fmt.Errorf("1-RTT packet cut at %d bytes, before its header protection sample ends (the contract keeps it)", len(pkt))
 	}
 	if !dg.whole {
-		mask := dir.hp(pkt[pnOff+4 : pnOff+20])
-		pnLen := int((pkt[0]^mask[0])&3) + 1
-		var trunc uint64
-		for i := range pnLen {
-			trunc = trunc<<8 | uint64(pkt[pnOff+i]^mask[1+i])
-		}
+		pnLen, trunc := unmaskHeader(dir.hp(pkt[pnOff+4:pnOff+20]), bytes.Clone(pkt[:pnOff+4]), pnOff, 0x1f)
 		pn := expandPN(d.largest[s], trunc, pnLen)
 		d.largest[s] = max(d.largest[s], pn)
 		d.m.Sent[s][pn] = append(d.m.Sent[s][pn], sighting)

@@ -32,16 +32,7 @@ type fixtureRecord struct {
 // that knows nothing of the reader under test.
 func readFixtureRecords(t testing.TB) ([]pcapgo.NgInterface, []fixtureRecord) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(wireFixture, WireCaptureFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := pcapgo.NewNgReader(zr, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+	r, err := pcapgo.NewNgReader(bytes.NewReader(gunzipFixture(t, WireCaptureFile)), pcapgo.NgReaderOptions{WantMixedLinkType: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +342,7 @@ func TestWireBadInput(t *testing.T) {
 		{"key log without the server's secret", nil, recs, dropLines(keylog, "SERVER_TRAFFIC_SECRET_0"),
 			regexp.MustCompile(`^wire\.pcapng\.gz: record 3 .*keylog\.txt: no SERVER_TRAFFIC_SECRET_0 for client_random ` + cr)},
 		{"malformed key log", nil, recs, append([]byte("CLIENT_RANDOM nothex\n"), keylog...),
-			regexp.MustCompile(`^keylog\.txt: line 1: 2 fields`)},
+			regexp.MustCompile(`^keylog\.txt: line 1: not LABEL <64 hex digits of client_random> <secret in hex>: "CLIENT_RANDOM nothex"$`)},
 		{"capture of another connection", nil, foreign, keylog,
 			regexp.MustCompile(`^wire\.pcapng\.gz: record 2 \(pathA c2s\): client Initial of another connection`)},
 		{"tampered 1-RTT packet", nil, tampered, keylog,

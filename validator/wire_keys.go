@@ -5,7 +5,6 @@ package validator
 // keys by HKDF-Expand-Label on the standard library's crypto/hkdf.
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
@@ -172,40 +171,29 @@ func readKeyLogFile(path string) (*nssKeyLog, error) {
 	return parseKeyLog(filepath.Base(path), b)
 }
 
+// keyLogLine is an NSS key log line: label, client_random, secret.
+var keyLogLine = lazyRegexp(`^(\S+)\s+([0-9A-Fa-f]{64})\s+((?:[0-9A-Fa-f]{2})+)$`)
+
 func parseKeyLog(name string, b []byte) (*nssKeyLog, error) {
 	kl := &nssKeyLog{name: name, secrets: map[string]map[string][]byte{}}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || text[0] == '#' {
+	for i, raw := range strings.Split(string(b), "\n") {
+		text := strings.TrimSpace(raw)
+		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		f := strings.Fields(text)
-		if len(f) != 3 {
-			return nil, fmt.Errorf("%s: line %d: %d fields, want LABEL CLIENT_RANDOM SECRET", name, line, len(f))
+		g := keyLogLine().FindStringSubmatch(text)
+		if g == nil {
+			return nil, fmt.Errorf("%s: line %d: not LABEL <64 hex digits of client_random> <secret in hex>: %.40q", name, i+1, text)
 		}
-		cr, err := hex.DecodeString(f[1])
-		if err != nil || len(cr) != 32 {
-			return nil, fmt.Errorf("%s: line %d: client_random %q is not 32 bytes of hex", name, line, f[1])
+		label, cr := g[1], strings.ToLower(g[2])
+		sec, _ := hex.DecodeString(g[3]) // the pattern admits only hex pairs
+		if kl.secrets[label] == nil {
+			kl.secrets[label] = map[string][]byte{}
 		}
-		sec, err := hex.DecodeString(f[2])
-		if err != nil || len(sec) == 0 {
-			return nil, fmt.Errorf("%s: line %d: secret is not hex", name, line)
+		if old, seen := kl.secrets[label][cr]; seen && !bytes.Equal(old, sec) {
+			return nil, fmt.Errorf("%s: line %d: a second, different %s for client_random %s", name, i+1, label, cr)
 		}
-		byCR := kl.secrets[f[0]]
-		if byCR == nil {
-			byCR = map[string][]byte{}
-			kl.secrets[f[0]] = byCR
-		}
-		key := strings.ToLower(f[1])
-		if old, ok := byCR[key]; ok && !bytes.Equal(old, sec) {
-			return nil, fmt.Errorf("%s: line %d: a second, different %s for client_random %s", name, line, f[0], f[1])
-		}
-		byCR[key] = sec
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		kl.secrets[label][cr] = sec
 	}
 	return kl, nil
 }

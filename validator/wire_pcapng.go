@@ -247,29 +247,24 @@ func readEPB(order binary.ByteOrder, b []byte, ifaces []pcapInterface) (datagram
 
 // readComment reads the contract's "dir=… arr=… fate=…".
 func (dg *datagram) readComment(c string) error {
-	dir := ""
+	kv := map[string]string{}
 	for _, f := range strings.Fields(c) {
-		k, v, _ := strings.Cut(f, "=")
-		switch k {
-		case "dir":
-			dir = v
-		case "arr":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return fmt.Errorf("comment %q: arr: %w", c, err)
-			}
-			dg.arrNS = n
-		case "fate":
-			dg.fate = v
+		if k, v, ok := strings.Cut(f, "="); ok {
+			kv[k] = v
 		}
 	}
-	switch dir {
-	case "c2s":
-	case "s2c":
-		dg.s2c = true
-	default:
+	if a, ok := kv["arr"]; ok {
+		n, err := strconv.ParseInt(a, 10, 64)
+		if err != nil {
+			return fmt.Errorf("comment %q: arr: %w", c, err)
+		}
+		dg.arrNS = n
+	}
+	dg.fate = kv["fate"]
+	if d := kv["dir"]; d != "c2s" && d != "s2c" {
 		return fmt.Errorf("comment %q: no dir=c2s|s2c", c)
 	}
+	dg.s2c = kv["dir"] == "s2c"
 	return nil
 }
 

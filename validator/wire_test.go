@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -163,16 +164,7 @@ type qlogSample struct {
 
 func readQlogSamples(t testing.TB) []qlogSample {
 	t.Helper()
-	f, err := os.Open(filepath.Join(wireFixture, "server.sqlog.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
+	sc := bufio.NewScanner(bytes.NewReader(gunzipFixture(t, "server.sqlog.gz")))
 	sc.Buffer(nil, 1<<24)
 	var (
 		ref      time.Time
@@ -183,6 +175,7 @@ func readQlogSamples(t testing.TB) []qlogSample {
 	for sc.Scan() {
 		ev := gjson.ParseBytes(bytes.TrimLeft(sc.Bytes(), "\x1e"))
 		if w := ev.Get("trace.common_fields.reference_time.wall_clock_time"); w.Exists() {
+			var err error
 			if ref, err = time.Parse(time.RFC3339Nano, w.String()); err != nil {
 				t.Fatal(err)
 			}
@@ -286,6 +279,24 @@ func TestWireClaimsOfTheFixtureQlog(t *testing.T) {
 	}
 	t.Logf("%d samples PASS (%v); time-order misattributions: %d of %d refuted, %d of %d across paths; max |RTT − wire| %.3f ms, max sample lag after its ACK %.3f ms",
 		len(samples), byPath, refuted, trapped, crossing, crossing, float64(maxRTTDiff)/1e6, float64(maxLag)/1e6)
+}
+
+// gunzipFixture is a gzipped file of the fixture, uncompressed.
+func gunzipFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(wireFixture, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return b
 }
 
 func abs64(x int64) int64 {
