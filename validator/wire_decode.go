@@ -77,6 +77,11 @@ type WireMap struct {
 	Unread [2][]int
 	// Cut[d] counts 1-RTT packets numbered but not opened (cut datagrams).
 	Cut [2]int
+	// Resets are records of stateless resets (a token of NEW_CONNECTION_ID
+	// ending a datagram that does not open).
+	Resets []int
+	// resetTokens are the stateless reset tokens of NEW_CONNECTION_ID.
+	resetTokens map[string]bool
 }
 
 // First is packet pn's first sighting in direction s2c (true) or c2s.
@@ -140,7 +145,7 @@ type wireDecoder struct {
 func decodeWire(name string, dgs []datagram, kl *nssKeyLog) (*WireMap, error) {
 	d := &wireDecoder{kl: kl, largest: [2]int64{-1, -1}, initLarg: [2]int64{-1, -1},
 		m: &WireMap{Capture: name, Records: len(dgs),
-			Sent: [2]map[int64][]WireSighting{{}, {}}}}
+			Sent: [2]map[int64][]WireSighting{{}, {}}, resetTokens: map[string]bool{}}}
 	if kl != nil {
 		d.m.KeyLog = kl.name
 	}
@@ -351,6 +356,10 @@ func (d *wireDecoder) shortHeader(dg *datagram, pkt []byte) error {
 		}
 		return nil
 	}
+	if len(pkt) >= 21 && d.m.resetTokens[string(pkt[len(pkt)-16:])] {
+		d.m.Resets = append(d.m.Resets, dg.record) // RFC 9000 §10.3: not a packet
+		return nil
+	}
 	return fmt.Errorf("whole 1-RTT packet does not open with %s's secrets for client_random %x at key phase %d: %v",
 		d.kl.name, d.m.ClientRandom, phase, lastErr)
 }
@@ -421,6 +430,12 @@ func (d *wireDecoder) appFrames(dg *datagram, pn int64, plain []byte) error {
 			p := WireProbe{WireSighting: seen, S2C: dg.s2c, Carrier: pn, Response: typ == 0x1b}
 			copy(p.Data[:], c.bytes(8))
 			d.m.Probes = append(d.m.Probes, p)
+		case 0x18: // NEW_CONNECTION_ID: its token marks the peer's stateless resets
+			c.varints(2)
+			c.bytes(int(c.u8()))
+			if tok := c.bytes(16); tok != nil {
+				d.m.resetTokens[string(tok)] = true
+			}
 		}
 		return nil
 	}, func(uint64) { d.m.Unread[s] = append(d.m.Unread[s], dg.record) })

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -278,6 +279,45 @@ func pnOfRecord(m *WireMap, record int) int64 {
 		}
 	}
 	return -1
+}
+
+// A stateless reset (RFC 9000 §10.3: random bytes ending in a token the
+// server issued in NEW_CONNECTION_ID) is not a packet that fails to open:
+// it is counted, not an error. The same bytes without the token are.
+func TestWireStatelessReset(t *testing.T) {
+	m := readFixtureWire(t)
+	if len(m.resetTokens) == 0 {
+		t.Fatal("the fixture's NEW_CONNECTION_ID frames gave no stateless reset token")
+	}
+	var token string
+	for tok := range m.resetTokens {
+		token = max(token, tok) // any, but the same one every run
+	}
+	ifaces, recs := readFixtureRecords(t)
+	last := m.Acks[1][len(m.Acks[1])-1] // a whole server→client datagram
+	r := recs[last.Record-1]
+	r.data = bytes.Clone(r.data)
+	for i := len(r.data) - 21; i < len(r.data)-16; i++ {
+		r.data[i] ^= 0x5a
+	}
+	copy(r.data[len(r.data)-16:], token)
+	root := t.TempDir()
+	withToken := filepath.Join(root, "reset")
+	writeRepetition(t, withToken, ifaces, append(append([]fixtureRecord(nil), recs...), r), fixtureKeyLog(t))
+	got, err := ReadWire(filepath.Join(withToken, WireCaptureFile), filepath.Join(withToken, WireKeyLogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{len(recs) + 1}; !slices.Equal(got.Resets, want) {
+		t.Errorf("stateless resets at records %v, want %v", got.Resets, want)
+	}
+	r.data[len(r.data)-1] ^= 0xff
+	noToken := filepath.Join(root, "garbage")
+	writeRepetition(t, noToken, ifaces, append(append([]fixtureRecord(nil), recs...), r), fixtureKeyLog(t))
+	if _, err := ReadWire(filepath.Join(noToken, WireCaptureFile), filepath.Join(noToken, WireKeyLogFile)); err == nil ||
+		!strings.Contains(err.Error(), fmt.Sprintf("record %d (", len(recs)+1)) {
+		t.Errorf("a short header datagram that neither opens nor ends in a token: %v", err)
+	}
 }
 
 // Bad input gives one line naming the file and the record (or key log
