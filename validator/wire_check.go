@@ -18,13 +18,15 @@ import (
 )
 
 // WireClaim is the smallest claim the wire settles: the RTT sample taken
-// at AtUnixNS (RTTUS long) came from the ACK of server→client packet
-// Packet, which crossed Path. AtUnixNS and RTTUS are optional (0).
+// at AtUnixNS (RTTUS long) came from the ACK of packet Packet, sent by
+// Sender ("server", the default, or "client"), which crossed Path.
+// AtUnixNS and RTTUS are optional (0).
 type WireClaim struct {
 	Packet   int64  `json:"packet"`
 	Path     string `json:"path"`
 	AtUnixNS int64  `json:"at_unix_ns,omitempty"`
 	RTTUS    int64  `json:"rtt_us,omitempty"`
+	Sender   string `json:"sender,omitempty"`
 }
 
 // The files of a repetition's wire evidence (the capture contract).
@@ -104,17 +106,29 @@ func CheckWireClaim(repDir string, c WireClaim) (Status, string) {
 	return judgeWireClaim(m, c)
 }
 
-// judgeWireClaim: packet N (server→client) crossed the stated path and
+// judgeWireClaim: packet N (of the sender) crossed the stated path and
 // was delivered; an ACK covering it reached the server, and the first
 // such ACK (the only one that can newly acknowledge N) has N as its
 // largest, which is what makes its RTT sample N's (RFC 9002 §5.1); the
 // stated time and value fit that ACK.
 func judgeWireClaim(m *WireMap, c WireClaim) (Status, string) {
 	var d verdict
+	out, back, sender, peer := 1, 0, "server", "client"
+	switch c.Sender {
+	case "", "server":
+	case "client":
+		out, back, sender, peer = 0, 1, "client", "server"
+	default:
+		d.fail("sender %q: want server or client", c.Sender)
+		return d.result()
+	}
 	id := fmt.Sprintf("packet %d", c.Packet)
-	ss := m.Sent[1][c.Packet]
+	if sender == "client" {
+		id = "client packet " + fmt.Sprint(c.Packet)
+	}
+	ss := m.Sent[out][c.Packet]
 	if len(ss) == 0 {
-		d.fail("%s: no server→client packet %d in %s (%d decoded that way)", id, c.Packet, m.Capture, len(m.Sent[1]))
+		d.fail("%s: no %s→%s packet %d in %s (%d decoded that way)", id, sender, peer, c.Packet, m.Capture, len(m.Sent[out]))
 		return d.result()
 	}
 	p := ss[0]
@@ -132,18 +146,18 @@ func judgeWireClaim(m *WireMap, c WireClaim) (Status, string) {
 		d.fail("%s was dropped on %s (fate=%s, record %d): nothing could acknowledge it", id, p.Path, p.Fate, p.Record)
 		return d.result()
 	}
-	ack, ok := m.firstAckOf(c.Packet)
+	ack, ok := m.firstAckOf(back, c.Packet)
 	if !ok {
-		if n := len(m.Unread[0]) + m.Cut[0]; n > 0 {
-			d.unverifiable("no ACK read covers %s, but %d client→server packets were not fully read", id, n)
+		if n := len(m.Unread[back]) + m.Cut[back]; n > 0 {
+			d.unverifiable("no ACK read covers %s, but %d %s→%s packets were not fully read", id, n, peer, sender)
 		} else {
-			d.fail("no ACK covering %s reached the server", id)
+			d.fail("no ACK covering %s reached the %s", id, sender)
 		}
 		return d.result()
 	}
-	what := fmt.Sprintf("the first ACK covering it (in client packet %d, record %d, %s, arrived %s)", ack.Carrier, ack.Record, ack.Path, m.at(ack.WireNS))
-	if n := m.unreadC2SBetween(p.ArrNS, ack.WireNS); n > 0 {
-		d.unverifiable("%d client→server packets before %s were not fully read: an earlier ACK may hide there", n, what)
+	what := fmt.Sprintf("the first ACK covering it (in %s packet %d, record %d, %s, arrived %s)", peer, ack.Carrier, ack.Record, ack.Path, m.at(ack.WireNS))
+	if n := m.unreadBetween(back, p.ArrNS, ack.WireNS); n > 0 {
+		d.unverifiable("%d %s→%s packets before %s were not fully read: an earlier ACK may hide there", n, peer, sender, what)
 	}
 	if ack.Largest() != c.Packet {
 		d.fail("%s acknowledges up to %d: its RTT sample is of %d, not of %d", what, ack.Largest(), ack.Largest(), c.Packet)
@@ -177,9 +191,10 @@ func judgeWireClaim(m *WireMap, c WireClaim) (Status, string) {
 	return d.result()
 }
 
-// firstAckOf is the first delivered client→server ACK covering pn.
-func (m *WireMap) firstAckOf(pn int64) (WireAck, bool) {
-	for _, a := range m.Acks[0] { // sorted by arrival
+// firstAckOf is the first delivered ACK sent in direction dir (0
+// client→server, 1 server→client) covering pn.
+func (m *WireMap) firstAckOf(dir int, pn int64) (WireAck, bool) {
+	for _, a := range m.Acks[dir] { // sorted by arrival
 		if a.Delivered() && a.Covers(pn) {
 			return a, true
 		}
@@ -187,15 +202,15 @@ func (m *WireMap) firstAckOf(pn int64) (WireAck, bool) {
 	return WireAck{}, false
 }
 
-// unreadC2SBetween counts delivered client→server packets arriving in
-// (from, to) whose frames were not read.
-func (m *WireMap) unreadC2SBetween(from, to int64) int {
+// unreadBetween counts delivered packets sent in direction dir arriving
+// in (from, to) whose frames were not read.
+func (m *WireMap) unreadBetween(dir int, from, to int64) int {
 	unread := map[int]bool{}
-	for _, r := range m.Unread[0] {
+	for _, r := range m.Unread[dir] {
 		unread[r] = true
 	}
 	n := 0
-	for _, ss := range m.Sent[0] {
+	for _, ss := range m.Sent[dir] {
 		for _, s := range ss {
 			if s.Delivered() && s.WireNS > from && s.WireNS < to && (!s.Opened || unread[s.Record]) {
 				n++

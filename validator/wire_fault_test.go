@@ -249,7 +249,7 @@ func TestWireClaimsEvidence(t *testing.T) {
 	for _, a := range m.Acks[0] {
 		if len(a.Ranges) > 1 || a.Ranges[0][0] < a.Ranges[0][1] {
 			pn := a.Ranges[len(a.Ranges)-1][0]
-			if first, ok := m.firstAckOf(pn); ok && first.Largest() != pn {
+			if first, ok := m.firstAckOf(0, pn); ok && first.Largest() != pn {
 				p, _ := m.First(true, pn)
 				wrong = append(wrong, struct {
 					claim WireClaim
