@@ -107,7 +107,7 @@ func CheckWireClaim(repDir string, c WireClaim) (Status, string) {
 }
 
 // judgeWireClaim: packet N (of the sender) crossed the stated path and
-// was delivered; an ACK covering it reached the server, and the first
+// was delivered; an ACK covering it reached the sender, and the first
 // such ACK (the only one that can newly acknowledge N) has N as its
 // largest, which is what makes its RTT sample N's (RFC 9002 §5.1); the
 // stated time and value fit that ACK.
@@ -128,7 +128,7 @@ func judgeWireClaim(m *WireMap, c WireClaim) (Status, string) {
 	}
 	ss := m.Sent[out][c.Packet]
 	if len(ss) == 0 {
-		d.fail("%s: no %s→%s packet %d in %s (%d decoded that way)", id, sender, peer, c.Packet, m.Capture, len(m.Sent[out]))
+		d.fail("no %s→%s packet %d in %s (%d decoded that way)", sender, peer, c.Packet, m.Capture, len(m.Sent[out]))
 		return d.result()
 	}
 	p := ss[0]
