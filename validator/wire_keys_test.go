@@ -6,20 +6,21 @@ import (
 	"testing"
 )
 
-func unhex(t *testing.T, s string) []byte {
+// hexOf decodes a test vector written in hex; a typo fails the test.
+func hexOf(t *testing.T, s string) []byte {
 	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
+	if b, err := hex.DecodeString(s); err == nil {
+		return b
 	}
-	return b
+	t.Fatalf("test vector %q is not hex", s)
+	return nil
 }
 
 // RFC 9001 Appendix A: the Initial keys of A.1 and the ChaCha20-Poly1305
 // short header packet of A.5, the one suite the quic-go fixture does not
 // exercise.
 func TestWireKeysRFC9001Vectors(t *testing.T) {
-	client, server, err := initialDirections(unhex(t, "8394c8f03e515708"))
+	client, server, err := initialDirections(hexOf(t, "8394c8f03e515708"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,18 +47,18 @@ func TestWireKeysRFC9001Vectors(t *testing.T) {
 		if got := hex.EncodeToString(want); got != tc.key {
 			t.Errorf("%s: key %s, want %s", tc.name, got, tc.key)
 		}
-		m := tc.dir.hp(unhex(t, tc.sample))
+		m := tc.dir.hp(hexOf(t, tc.sample))
 		if got := hex.EncodeToString(m[:]); got != tc.mask {
 			t.Errorf("%s: header protection mask %s, want %s", tc.name, got, tc.mask)
 		}
 	}
 
 	// A.5: ChaCha20-Poly1305, packet number 654360564, payload 01.
-	chacha, err := newDirection(tlsSuites[0x1303], unhex(t, "9ac312a7f877468ebe69422748ad00a15443f18203a07d6060f688f30f21632b"))
+	chacha, err := newDirection(tlsSuites[0x1303], hexOf(t, "9ac312a7f877468ebe69422748ad00a15443f18203a07d6060f688f30f21632b"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := chacha.hp(unhex(t, "5e5cd55c41f69080575d7999c25a5bfb")); hex.EncodeToString(m[:]) != "aefefe7d03" {
+	if m := chacha.hp(hexOf(t, "5e5cd55c41f69080575d7999c25a5bfb")); hex.EncodeToString(m[:]) != "aefefe7d03" {
 		t.Errorf("ChaCha20 mask %x, want aefefe7d03", m)
 	}
 	if ku := expandLabel(chacha.suite.hash, chacha.secrets[0], "quic ku", 32); hex.EncodeToString(ku) != "1223504755036d556342ee9361d253421a826c9ecdf3c7148684b36b714881f9" {
@@ -65,7 +66,7 @@ func TestWireKeysRFC9001Vectors(t *testing.T) {
 	}
 	largest := int64(654360563)
 	var d wireDecoder
-	plain, pn, err := d.unprotect(chacha, 0, &largest, unhex(t, "4cfe4189655e5cd55c41f69080575d7999c25a5bfb"), 1, 0x1f)
+	plain, pn, err := d.unprotect(chacha, 0, &largest, hexOf(t, "4cfe4189655e5cd55c41f69080575d7999c25a5bfb"), 1, 0x1f)
 	if err != nil {
 		t.Fatal(err)
 	}
