@@ -19,6 +19,9 @@ type constantSet struct {
 	defaultRTT int64 // 0 = unknown
 	audited    bool
 	reported   []ConstantValue
+	// loss is the default controller's audited loss response; nil when
+	// none was audited (then factor alone decides, ±1 B).
+	loss *lossRule
 }
 
 // traceParams maps a trace's Meta.Params names onto formula parameters, per
@@ -82,6 +85,9 @@ func evalConstants(impl string, params map[string]float64) (constantSet, error) 
 			return constantSet{}, err
 		}
 		cs.defaultRTT = int64(v)
+	}
+	if cs.loss, err = lossRuleFor(impl, params); err != nil {
+		return constantSet{}, fmt.Errorf("%s: %w", impl, err)
 	}
 	return cs, nil
 }
