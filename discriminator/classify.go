@@ -183,7 +183,7 @@ func classifyIn(v, prev int64, cs constantSet, sc seriesContext) Collapse {
 //     began, the earliest a second path can have split off.
 func lossBackoff(v, prev int64, r *lossRule, sc seriesContext) (bool, string) {
 	cite := fmt.Sprintf("%s, %s, the default controller", r.cite, r.algorithm)
-	if r.product(prev) == v && v > r.floor {
+	if r.product(prev) == v {
 		return true, fmt.Sprintf("%s = %d with W = %d, the previous sample (exact); %s", r.formula(), v, prev, cite)
 	}
 	if sc.hist == nil {

@@ -86,7 +86,7 @@ func evalConstants(impl string, params map[string]float64) (constantSet, error) 
 		}
 		cs.defaultRTT = int64(v)
 	}
-	if cs.loss, err = lossRuleFor(impl, params); err != nil {
+	if cs.loss, err = lossRuleFor(impl); err != nil {
 		return constantSet{}, fmt.Errorf("%s: %w", impl, err)
 	}
 	return cs, nil

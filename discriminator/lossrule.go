@@ -7,18 +7,17 @@ import (
 )
 
 // lossRule is one controller's loss response as the audit read it from the
-// source that runs (data/constants/lossresponse): window = max(apply(W),
-// floor), W the window at the loss event.
+// source that runs (data/constants/lossresponse): window = factor × W in
+// the code's arithmetic, W the window at the loss event.
 type lossRule struct {
 	algorithm  string
 	num, den   int64
 	arithmetic string
-	floor      int64
 	cite       string // "lib/ngtcp2_cc.c:482 at v0.12.1"
 }
 
 // lossRuleFor is the default controller's rule, if audited.
-func lossRuleFor(impl string, params map[string]float64) (*lossRule, error) {
+func lossRuleFor(impl string) (*lossRule, error) {
 	rs, ok, err := data.LossResponsesFor(impl)
 	if err != nil || !ok {
 		return nil, err
@@ -29,35 +28,14 @@ func lossRuleFor(impl string, params map[string]float64) (*lossRule, error) {
 	}
 	lr := &lossRule{algorithm: r.Algorithm, num: r.FactorNum, den: r.FactorDen, arithmetic: r.Arithmetic,
 		cite: fmt.Sprintf("%s:%d at %s", r.Source.Path, r.Source.Line, r.Ref)}
-	if r.Floor != nil {
-		v, _, err := r.Floor.Eval(params)
-		if err != nil {
-			return nil, fmt.Errorf("%s loss response floor: %w", impl, err)
-		}
-		lr.floor = int64(v)
-	}
 	return lr, nil
 }
 
-// apply is the code's own product on a window w, before the floor: a
-// result at the floor is the floor's doing (LOSS_FLOOR), not the factor's.
-func (r *lossRule) apply(w int64) int64 {
-	var v int64
-	switch r.arithmetic {
-	case "float64-trunc":
-		// (w as f64 * 0.7) as usize: the factor is the double nearest num/den,
-		// the product rounds to a double, the conversion truncates.
-		v = int64(float64(w) * (float64(r.num) / float64(r.den)))
-	default: // int-muldiv, int-div, int-shift: unsigned integer arithmetic
-		v = w * r.num / r.den
-	}
-	if v < r.floor {
-		return r.floor
-	}
-	return v
-}
-
-// product is apply without the floor.
+// product is the code's own arithmetic on a window w, before the floor.
+// The floor rejects nothing: it depends on the path's datagram size, which
+// changes at a migration (msquic's new path falls to 2,505 B, below the
+// 2,944 B floor its first path's MTU implies); LOSS_FLOOR reads the
+// minimum window instead.
 func (r *lossRule) product(w int64) int64 {
 	if r.arithmetic == "float64-trunc" {
 		return int64(float64(w) * (float64(r.num) / float64(r.den)))
@@ -72,10 +50,10 @@ func (r *lossRule) formula() string {
 // windowsAt are the windows w in [lo, hi] with product(w) == v, as a range
 // (the product is monotone in w); ok is false when there is none.
 func (r *lossRule) windowsAt(v, lo, hi int64) (first, last int64, ok bool) {
-	if lo > hi || v <= r.floor {
+	if lo > hi {
 		return 0, 0, false
 	}
-	// The smallest w with apply(w) >= v, by bisection, then walk.
+	// The smallest w with product(w) >= v, by bisection, then walk.
 	a, b := lo, hi+1
 	for a < b {
 		m := a + (b-a)/2
