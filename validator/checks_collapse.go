@@ -1,0 +1,132 @@
+package validator
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/migaudit/migaudit/data"
+	"github.com/tidwall/gjson"
+)
+
+// backoffClaim is what a LOSS_BACKOFF explanation states:
+// "⌊7/10 × W⌋ (int-muldiv) = 147724 with W = 211035 … ; lib/ngtcp2_cc.c:482 at v0.12.1, cubic".
+var backoffClaim = regexp.MustCompile(`⌊(\d+)/(\d+) × W⌋ \(([a-z0-9-]+)\) = (\d+) with W = (\d+)`)
+var backoffCite = regexp.MustCompile(`; ([^ ;]+):(\d+) at (\S+), ([a-z0-9]+), the default controller`)
+
+// checkCollapseArithmetic re-decides every LOSS_BACKOFF of every repetition
+// with the validator's own arithmetic: the factor stated must be the one the
+// implementation's audited controller applies (and its source line), the
+// value must be that factor applied to the stated W in the stated integer
+// or float arithmetic, and W must lie between the previous sample and what
+// the trace's own series allows (no more above it than the series rose over
+// the scope up to the collapse).
+func checkCollapseArithmetic(v *Validator, doc, im gjson.Result) (Status, string) {
+	var d verdict
+	if noLive(&d, im) {
+		return d.result()
+	}
+	name := im.Get("name").String()
+	n, legacy := 0, 0
+	for _, rep := range im.Get("live.repetitions").Array() {
+		id := rep.Get("id").String()
+		f, err := v.repTrace(im, rep)
+		if err != nil {
+			liveErr(&d, id, err)
+			continue
+		}
+		for i, ev := range rep.Get("events").Array() {
+			if ev.Get("kind").String() != "LOSS_BACKOFF" {
+				continue
+			}
+			if !backoffClaim.MatchString(ev.Get("explanation").String()) {
+				legacy++ // "0.7 × prev" claims: checkWindow's own classifier decides them
+				continue
+			}
+			n++
+			if why := backoffFault(name, ev, f, rep.Get("scope_from_us").Int()); why != "" {
+				d.fail("%s: event %d (%d → %d B at %d µs): %s", id, i, ev.Get("previous_bytes").Int(), ev.Get("value_bytes").Int(), ev.Get("at_us").Int(), why)
+			}
+		}
+	}
+	d.note("%d loss backoffs re-derived from the factor, the arithmetic and the trace (%d stated as a plain factor of the previous sample, left to the window check)", n, legacy)
+	return d.result()
+}
+
+// backoffFault is "" when the claim holds, else why not.
+func backoffFault(impl string, ev gjson.Result, f *traceFacts, from int64) string {
+	expl := ev.Get("explanation").String()
+	m := backoffClaim.FindStringSubmatch(expl)
+	if m == nil {
+		return fmt.Sprintf("the explanation states no loss response arithmetic (⌊N/D × W⌋ … with W = …): %q", expl)
+	}
+	return backoffFaultOf(impl, m, expl, ev, f, from)
+}
+
+func backoffFaultOf(impl string, m []string, expl string, ev gjson.Result, f *traceFacts, from int64) string {
+	num, _ := strconv.ParseInt(m[1], 10, 64)
+	den, _ := strconv.ParseInt(m[2], 10, 64)
+	arith := m[3]
+	val, _ := strconv.ParseInt(m[4], 10, 64)
+	w, _ := strconv.ParseInt(m[5], 10, 64)
+	value, prev, at := ev.Get("value_bytes").Int(), ev.Get("previous_bytes").Int(), ev.Get("at_us").Int()
+	rs, ok, err := data.LossResponsesFor(impl)
+	if err != nil || !ok {
+		return fmt.Sprintf("no audited loss response for %s to check the factor %d/%d against (%v)", impl, num, den, err)
+	}
+	r, ok := rs.DefaultLossResponse()
+	if !ok {
+		return fmt.Sprintf("%s has no default controller's loss response", impl)
+	}
+	if num*r.FactorDen != den*r.FactorNum || arith != r.Arithmetic {
+		return fmt.Sprintf("factor %d/%d (%s) is not %s's %s response, %d/%d (%s) at %s:%d", num, den, arith, impl, r.Algorithm, r.FactorNum, r.FactorDen, r.Arithmetic, r.Source.Path, r.Source.Line)
+	}
+	if c := backoffCite.FindStringSubmatch(expl); c == nil || c[1] != r.Source.Path || c[2] != strconv.Itoa(r.Source.Line) || c[3] != r.Ref {
+		return fmt.Sprintf("the explanation does not cite the arithmetic's line %s:%d at %s", r.Source.Path, r.Source.Line, r.Ref)
+	}
+	var got int64
+	if arith == "float64-trunc" {
+		// (w as f64 * 0.7) as usize: the factor's double, one rounded
+		// product, truncation.
+		got = int64(float64(w) * (float64(num) / float64(den)))
+	} else {
+		got = w * num / den
+	}
+	if got != val || val != value {
+		return fmt.Sprintf("%d/%d × %d is %d in %s, not the %d B logged", num, den, w, got, arith, value)
+	}
+	if w < prev {
+		return fmt.Sprintf("W = %d is below the previous sample %d: a window does not shrink before its loss", w, prev)
+	}
+	if rise := seriesRise(f, from, at, value, prev); w-prev > rise {
+		return fmt.Sprintf("W = %d is %d B above the previous sample, more than the series rose over the scope up to the collapse (%d B)", w, w-prev, rise)
+	}
+	return ""
+}
+
+// seriesRise is how far the window rose, in the trace, from its lowest
+// value in [from, at) to prev: the most it can have grown unseen.
+func seriesRise(f *traceFacts, from, at, value, prev int64) int64 {
+	// A per-path trace: the series is the path whose sample at the collapse
+	// logs its value.
+	path := ""
+	for _, s := range f.Samples {
+		if s.T == at && s.Cwnd == value {
+			path = s.Path
+			break
+		}
+	}
+	low := int64(-1)
+	for _, s := range f.Samples {
+		if s.Cwnd < 0 || s.T < from || s.T >= at || (f.PathIDs && s.Path != path) {
+			continue
+		}
+		if low < 0 || s.Cwnd < low {
+			low = s.Cwnd
+		}
+	}
+	if low < 0 || low > prev {
+		return 0
+	}
+	return prev - low
+}

@@ -1,0 +1,117 @@
+package validator
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// TestCollapseArithmeticEvidence re-decides every LOSS_BACKOFF of committed
+// repetitions (one per implementation whose collapse was unexplained before
+// the loss responses were audited) and plants faults that must fail.
+func TestCollapseArithmeticEvidence(t *testing.T) {
+	reps := []struct{ impl, dir, trace string }{
+		{"quiche", "quiche/rep2", "server.csv.gz"},
+		{"ngtcp2", "ngtcp2/rep3", "qlog-server/*"},
+		{"picoquic", "picoquic/rep1", "qlog-server/*.gz"},
+		{"msquic", "msquic/rep1", "server.csv.gz"},
+	}
+	for _, r := range reps {
+		t.Run(r.dir, func(t *testing.T) {
+			dir := filepath.Join("..", "data", "evidence", r.dir)
+			a, err := os.ReadFile(filepath.Join(dir, "analysis.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			traces, _ := filepath.Glob(filepath.Join(dir, r.trace))
+			if len(traces) != 1 {
+				t.Fatalf("%s: %d traces match %s", dir, len(traces), r.trace)
+			}
+			f, err := readTrace(traces[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := gjson.ParseBytes(a)
+			from := doc.Get("scope_from_us").Int()
+			n := 0
+			var sample gjson.Result
+			for _, ev := range doc.Get("events").Array() {
+				if ev.Get("kind").String() != "LOSS_BACKOFF" {
+					continue
+				}
+				n++
+				sample = ev
+				if why := backoffFault(r.impl, ev, f, from); why != "" {
+					t.Errorf("committed %s: %s", ev.Get("explanation").String(), why)
+				}
+			}
+			if n == 0 {
+				t.Fatalf("%s has no LOSS_BACKOFF to check", dir)
+			}
+			expl := sample.Get("explanation").String()
+			m := backoffClaim.FindStringSubmatch(expl)
+			if m == nil {
+				t.Fatalf("explanation without the arithmetic: %s", expl)
+			}
+			claim := "⌊" + m[1] + "/" + m[2] + " × W⌋"
+			c := backoffCite.FindStringSubmatch(expl)
+			if c == nil {
+				t.Fatalf("explanation without the source line: %s", expl)
+			}
+			planted := []struct{ name, from, to, want string }{
+				{"wrong factor", claim, "⌊1/3 × W⌋", "is not " + r.impl},
+				{"wrong arithmetic", "(" + m[3] + ")", "(int-whatever)", "is not " + r.impl},
+				{"wrong window", "with W = " + m[5], "with W = " + m[5] + "0", "is"},
+				{"another source line", ":" + c[2] + " at ", ":1 at ", "does not cite"},
+			}
+			for _, p := range planted {
+				bad := strings.Replace(expl, p.from, p.to, 1)
+				if bad == expl {
+					t.Fatalf("%s: %q not in %q", p.name, p.from, expl)
+				}
+				ev := gjson.Parse(`{"kind":"LOSS_BACKOFF","at_us":` + sample.Get("at_us").Raw + `,"value_bytes":` + sample.Get("value_bytes").Raw +
+					`,"previous_bytes":` + sample.Get("previous_bytes").Raw + `,"explanation":` + quoteJSON(bad) + `}`)
+				if why := backoffFault(r.impl, ev, f, from); why == "" || !strings.Contains(why, p.want) {
+					t.Errorf("planted %s passed or failed for another reason (%q): %s", p.name, why, bad)
+				}
+			}
+		})
+	}
+}
+
+// TestRelabelledCollapseFails: a BELOW_INITIAL collapse relabelled
+// LOSS_BACKOFF with a factor that does not produce it fails.
+func TestRelabelledCollapseFails(t *testing.T) {
+	dir := filepath.Join("..", "data", "evidence", "msquic", "rep1")
+	f, err := readTrace(filepath.Join(dir, "server.csv.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "analysis.json"))
+	doc := gjson.ParseBytes(a)
+	for _, ev := range doc.Get("events").Array() {
+		if ev.Get("kind").String() != "BELOW_INITIAL" {
+			continue
+		}
+		v, p := ev.Get("value_bytes").Int(), ev.Get("previous_bytes").Int()
+		bad := "⌊7/10 × W⌋ (int-muldiv) = " + strconv.FormatInt(v, 10) + " with W = " + strconv.FormatInt(p, 10) + ", the previous sample (exact); src/core/cubic.c:366 at 4db8b3987100034e9ded68df2c4d3526cbeeeaad, cubic, the default controller"
+		ev2 := gjson.Parse(`{"kind":"LOSS_BACKOFF","at_us":` + ev.Get("at_us").Raw + `,"value_bytes":` + strconv.FormatInt(v, 10) + `,"previous_bytes":` + strconv.FormatInt(p, 10) + `,"explanation":` + quoteJSON(bad) + `}`)
+		if why := backoffFault("msquic", ev2, f, doc.Get("scope_from_us").Int()); why == "" {
+			t.Errorf("%d → %d relabelled LOSS_BACKOFF as 7/10 of the previous sample passed", p, v)
+		} else {
+			t.Logf("%d → %d: %s", p, v, why)
+		}
+		return
+	}
+	t.Fatal("msquic rep1 has no BELOW_INITIAL collapse left to relabel")
+}
+
+func quoteJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
