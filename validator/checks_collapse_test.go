@@ -115,3 +115,44 @@ func quoteJSON(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestCollapseArithmeticAllEvidence: every committed LOSS_BACKOFF that
+// states its arithmetic passes the validator's own reading.
+func TestCollapseArithmeticAllEvidence(t *testing.T) {
+	trace := map[string]string{"quiche": "server.csv.gz", "ngtcp2": "qlog-server/*", "picoquic": "qlog-server/*.gz", "msquic": "server.csv.gz", "quic-go": "server.sqlog.gz"}
+	dirs, _ := filepath.Glob(filepath.Join("..", "data", "evidence", "*", "rep*"))
+	checked := 0
+	for _, dir := range dirs {
+		impl := filepath.Base(filepath.Dir(dir))
+		traces, _ := filepath.Glob(filepath.Join(dir, trace[impl]))
+		if len(traces) != 1 {
+			t.Errorf("%s: %d traces match %q", dir, len(traces), trace[impl])
+			continue
+		}
+		f, err := readTrace(traces[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := os.ReadFile(filepath.Join(dir, "analysis.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := gjson.ParseBytes(a)
+		for _, ev := range doc.Get("events").Array() {
+			if ev.Get("kind").String() == "UNEXPLAINED" {
+				t.Errorf("%s: UNEXPLAINED collapse: %s", dir, ev.Get("explanation").String())
+			}
+			if ev.Get("kind").String() != "LOSS_BACKOFF" {
+				continue
+			}
+			checked++
+			if why := backoffFault(impl, ev, f, doc.Get("scope_from_us").Int()); why != "" {
+				t.Errorf("%s: %s", dir, why)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no LOSS_BACKOFF in the committed evidence")
+	}
+	t.Logf("%d loss backoffs in %d repetitions re-derived", checked, len(dirs))
+}
