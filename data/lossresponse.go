@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 )
 
@@ -102,6 +103,18 @@ func LossResponsesFor(name string) (LossResponses, bool, error) {
 func (l LossResponses) DefaultLossResponse() (LossResponse, bool) {
 	for _, r := range l.Responses {
 		if r.Default {
+			return r, true
+		}
+	}
+	return LossResponse{}, false
+}
+
+// ResponseOf is controller cc's response: its algorithm name, or "reno" for
+// a NewReno ("newreno") response.
+func (l LossResponses) ResponseOf(cc string) (LossResponse, bool) {
+	cc = strings.ToLower(cc)
+	for _, r := range l.Responses {
+		if r.Algorithm == cc || (cc == "reno" && r.Algorithm == "newreno") || (cc == "newreno" && r.Algorithm == "reno") {
 			return r, true
 		}
 	}

@@ -32,6 +32,10 @@ type Options struct {
 	OldPathRTT, NewPathRTT time.Duration
 	// Params override the constant formulas' parameters (e.g. {"S": 1452}).
 	Params map[string]float64
+	// CC is the congestion controller that ran ("reno", "cubic", "bbr");
+	// empty: the implementation's default. It selects the audited loss
+	// response a window decrease is matched against.
+	CC string
 }
 
 // Analyze classifies every window decrease around the migration in tl,
@@ -68,7 +72,7 @@ func begin(source string, meta timeline.Meta, warnings []timeline.Warning, opt O
 		notes = append(notes, fmt.Sprintf("implementation %q taken from the trace", opt.Impl))
 	}
 	params, used := mergeParams(opt.Impl, meta.Params, opt.Params)
-	cs, err := evalConstants(opt.Impl, params)
+	cs, err := evalConstantsFor(opt.Impl, opt.CC, params)
 	if err != nil {
 		return Analysis{}, constantSet{}, fmt.Errorf("analyze %s: %w", source, err)
 	}

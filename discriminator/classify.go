@@ -182,7 +182,7 @@ func classifyIn(v, prev int64, cs constantSet, sc seriesContext) Collapse {
 //     path id); its W is bounded by the series' growth since the scope
 //     began, the earliest a second path can have split off.
 func lossBackoff(v, prev int64, r *lossRule, sc seriesContext) (bool, string) {
-	cite := fmt.Sprintf("%s, %s, the default controller", r.cite, r.algorithm)
+	cite := fmt.Sprintf("%s, %s", r.cite, r.which())
 	if r.product(prev) == v {
 		return true, fmt.Sprintf("%s = %d with W = %d, the previous sample (exact); %s", r.formula(), v, prev, cite)
 	}
@@ -197,8 +197,8 @@ func lossBackoff(v, prev int64, r *lossRule, sc seriesContext) (bool, string) {
 	if sc.resumesAt && sc.resumes.CwndBytes >= prev {
 		g2 := boundGrowth(sc.hist, sc.atUS-sc.from)
 		if lo, hi, ok := r.windowsAt(v, prev, prev+g2.bytes); ok {
-			return true, fmt.Sprintf("%s = %d with W = %d%s = %d + %d B, another controller's window: the series resumes at %d B at %s, so %d B is not its own (metrics carry no path id); W %s since the scope began; %s",
-				r.formula(), v, lo, rangeTail(lo, hi), prev, lo-prev, sc.resumes.CwndBytes, fmtMS(sc.resumes.TimeUS), v, g2, cite)
+			return true, fmt.Sprintf("%s = %d with W = %d%s = %d + %d B, not this series' own window: the series resumes at %d B at %s, back above %d B, which no growth from %d B reaches (metrics carry no path id; another controller or a state this series does not show); W %s since the scope began; %s",
+				r.formula(), v, lo, rangeTail(lo, hi), prev, lo-prev, sc.resumes.CwndBytes, fmtMS(sc.resumes.TimeUS), prev, v, g2, cite)
 		}
 	}
 	return false, ""
@@ -239,6 +239,9 @@ func notBackoff(prev int64, cs constantSet, sc seriesContext) string {
 	if cs.loss != nil {
 		g := boundGrowth(sc.hist, sc.sinceUS)
 		return fmt.Sprintf(", not %s (%s) of a window in [%d, %d] (%s)", cs.loss.formula(), cs.loss.cite, prev, prev+g.bytes, g)
+	}
+	if cs.cc != "" && !cs.hasFactor {
+		return fmt.Sprintf(", no audited loss response for controller %q", cs.cc)
 	}
 	if !cs.hasFactor {
 		return ", no loss factor in the data for this implementation"

@@ -22,6 +22,7 @@ type constantSet struct {
 	// loss is the default controller's audited loss response; nil when
 	// none was audited (then factor alone decides, ±1 B).
 	loss *lossRule
+	cc   string // the controller asked for; "" = the default
 }
 
 // traceParams maps a trace's Meta.Params names onto formula parameters, per
@@ -86,8 +87,31 @@ func evalConstants(impl string, params map[string]float64) (constantSet, error) 
 		}
 		cs.defaultRTT = int64(v)
 	}
-	if cs.loss, err = lossRuleFor(impl); err != nil {
+	return evalLoss(cs, impl, "")
+}
+
+// evalConstantsFor is evalConstants for a run of the controller cc ("" =
+// the implementation's default).
+func evalConstantsFor(impl, cc string, params map[string]float64) (constantSet, error) {
+	cs, err := evalConstants(impl, params)
+	if err != nil || cc == "" {
+		return cs, err
+	}
+	return evalLoss(cs, impl, cc)
+}
+
+// evalLoss selects the loss response of controller cc ("" = the default).
+// A controller without an audited response (BBR sets its window from its
+// model) gets none, and the constants' loss factor, which is the default
+// controller's, no longer applies either.
+func evalLoss(cs constantSet, impl, cc string) (constantSet, error) {
+	r, err := lossRuleFor(impl, cc)
+	if err != nil {
 		return constantSet{}, fmt.Errorf("%s: %w", impl, err)
+	}
+	cs.loss, cs.cc = r, cc
+	if r == nil && cc != "" {
+		cs.factor, cs.hasFactor = 0, false
 	}
 	return cs, nil
 }

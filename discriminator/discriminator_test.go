@@ -140,7 +140,7 @@ func TestClassifySeries(t *testing.T) {
 		{"growth beyond the series' pace", ng, 210899, 150000, seriesContext{hist: ngHist, sinceUS: 1000}, Unexplained, "not ⌊7/10 × W⌋"},
 		{"no series, no growth", ng, 210899, 147724, seriesContext{}, Unexplained, "not ⌊7/10 × W⌋"},
 		{"another controller in a series that resumes", pq, 95992, 48424,
-			seriesContext{from: 5_006_000, atUS: 5_095_326, sinceUS: 15_497, hist: pqHist, resumes: resumes, resumesAt: true}, LossBackoff, "another controller's window"},
+			seriesContext{from: 5_006_000, atUS: 5_095_326, sinceUS: 15_497, hist: pqHist, resumes: resumes, resumesAt: true}, LossBackoff, "not this series' own window"},
 		{"the same values when the series stays down", pq, 95992, 48424,
 			seriesContext{from: 5_006_000, atUS: 5_095_326, sinceUS: 15_497, hist: pqHist, resumes: timeline.Sample{TimeUS: 5_100_867, CwndBytes: 48600}, resumesAt: true}, Unexplained, "not ⌊1/2 × W⌋"},
 	}

@@ -14,20 +14,25 @@ type lossRule struct {
 	num, den   int64
 	arithmetic string
 	cite       string // "lib/ngtcp2_cc.c:482 at v0.12.1"
+	isDefault  bool
 }
 
-// lossRuleFor is the default controller's rule, if audited.
-func lossRuleFor(impl string) (*lossRule, error) {
+// lossRuleFor is controller cc's rule ("" = the default controller's), if
+// audited.
+func lossRuleFor(impl, cc string) (*lossRule, error) {
 	rs, ok, err := data.LossResponsesFor(impl)
 	if err != nil || !ok {
 		return nil, err
 	}
 	r, ok := rs.DefaultLossResponse()
+	if cc != "" {
+		r, ok = rs.ResponseOf(cc)
+	}
 	if !ok {
 		return nil, nil
 	}
 	lr := &lossRule{algorithm: r.Algorithm, num: r.FactorNum, den: r.FactorDen, arithmetic: r.Arithmetic,
-		cite: fmt.Sprintf("%s:%d at %s", r.Source.Path, r.Source.Line, r.Ref)}
+		cite: fmt.Sprintf("%s:%d at %s", r.Source.Path, r.Source.Line, r.Ref), isDefault: r.Default}
 	return lr, nil
 }
 
@@ -41,6 +46,14 @@ func (r *lossRule) product(w int64) int64 {
 		return int64(float64(w) * (float64(r.num) / float64(r.den)))
 	}
 	return w * r.num / r.den
+}
+
+// which names the controller: "cubic, the default controller" or "reno".
+func (r *lossRule) which() string {
+	if r.isDefault {
+		return r.algorithm + ", the default controller"
+	}
+	return r.algorithm + ", selected with --cc"
 }
 
 func (r *lossRule) formula() string {

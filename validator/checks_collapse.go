@@ -12,7 +12,7 @@ import (
 // backoffClaim is what a LOSS_BACKOFF explanation states:
 // "⌊7/10 × W⌋ (int-muldiv) = 147724 with W = 211035 … ; lib/ngtcp2_cc.c:482 at v0.12.1, cubic".
 var backoffClaim = regexp.MustCompile(`⌊(\d+)/(\d+) × W⌋ \(([a-z0-9-]+)\) = (\d+) with W = (\d+)`)
-var backoffCite = regexp.MustCompile(`; ([^ ;]+):(\d+) at (\S+), ([a-z0-9]+), the default controller`)
+var backoffCite = regexp.MustCompile(`; ([^ ;]+):(\d+) at (\S+), ([a-z0-9]+), (the default controller|selected with --cc)`)
 
 // checkCollapseArithmetic re-decides every LOSS_BACKOFF of every repetition
 // with the validator's own arithmetic: the factor stated must be the one the
@@ -74,9 +74,14 @@ func backoffFaultOf(impl string, m []string, expl string, ev gjson.Result, f *tr
 	if err != nil || !ok {
 		return fmt.Sprintf("no audited loss response for %s to check the factor %d/%d against (%v)", impl, num, den, err)
 	}
+	// The controller the explanation names: the default one, or one
+	// selected with --cc; its response is the one the factor must match.
 	r, ok := rs.DefaultLossResponse()
+	if c := backoffCite.FindStringSubmatch(expl); c != nil && c[5] != "the default controller" {
+		r, ok = rs.ResponseOf(c[4])
+	}
 	if !ok {
-		return fmt.Sprintf("%s has no default controller's loss response", impl)
+		return fmt.Sprintf("%s has no audited loss response for the controller the explanation names", impl)
 	}
 	if num*r.FactorDen != den*r.FactorNum || arith != r.Arithmetic {
 		return fmt.Sprintf("factor %d/%d (%s) is not %s's %s response, %d/%d (%s) at %s:%d", num, den, arith, impl, r.Algorithm, r.FactorNum, r.FactorDen, r.Arithmetic, r.Source.Path, r.Source.Line)
