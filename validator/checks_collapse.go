@@ -2,6 +2,7 @@ package validator
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 
@@ -44,7 +45,7 @@ func checkCollapseArithmetic(v *Validator, doc, im gjson.Result) (Status, string
 				continue
 			}
 			n++
-			if why := backoffFault(name, ev, f, rep.Get("scope_from_us").Int()); why != "" {
+			if why := backoffFault(name, repCC(v, im, rep), ev, f, rep.Get("scope_from_us").Int()); why != "" {
 				d.fail("%s: event %d (%d → %d B at %d µs): %s", id, i, ev.Get("previous_bytes").Int(), ev.Get("value_bytes").Int(), ev.Get("at_us").Int(), why)
 			}
 		}
@@ -53,17 +54,33 @@ func checkCollapseArithmetic(v *Validator, doc, im gjson.Result) (Status, string
 	return d.result()
 }
 
-// backoffFault is "" when the claim holds, else why not.
-func backoffFault(impl string, ev gjson.Result, f *traceFacts, from int64) string {
+// repCC is the controller the repetition's manifest says ran ("" = the
+// implementation's default; also when the manifest cannot be read, which
+// the repetition checks report).
+func repCC(v *Validator, im, rep gjson.Result) string {
+	p, err := v.resolve(im.Get("live.origin").String(), rep.Get("manifest").String())
+	if err != nil {
+		return ""
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return gjson.GetBytes(b, "cc").String()
+}
+
+// backoffFault is "" when the claim holds, else why not; cc is the
+// controller that ran ("" = the default).
+func backoffFault(impl, cc string, ev gjson.Result, f *traceFacts, from int64) string {
 	expl := ev.Get("explanation").String()
 	m := backoffClaim.FindStringSubmatch(expl)
 	if m == nil {
 		return fmt.Sprintf("the explanation states no loss response arithmetic (⌊N/D × W⌋ … with W = …): %q", expl)
 	}
-	return backoffFaultOf(impl, m, expl, ev, f, from)
+	return backoffFaultOf(impl, cc, m, expl, ev, f, from)
 }
 
-func backoffFaultOf(impl string, m []string, expl string, ev gjson.Result, f *traceFacts, from int64) string {
+func backoffFaultOf(impl, cc string, m []string, expl string, ev gjson.Result, f *traceFacts, from int64) string {
 	num, _ := strconv.ParseInt(m[1], 10, 64)
 	den, _ := strconv.ParseInt(m[2], 10, 64)
 	arith := m[3]
@@ -74,14 +91,17 @@ func backoffFaultOf(impl string, m []string, expl string, ev gjson.Result, f *tr
 	if err != nil || !ok {
 		return fmt.Sprintf("no audited loss response for %s to check the factor %d/%d against (%v)", impl, num, den, err)
 	}
-	// The controller the explanation names: the default one, or one
-	// selected with --cc; its response is the one the factor must match.
+	// The controller that ran: the default one, or the one the run's --cc
+	// selected; the explanation must name it and use its factor.
 	r, ok := rs.DefaultLossResponse()
-	if c := backoffCite.FindStringSubmatch(expl); c != nil && c[5] != "the default controller" {
-		r, ok = rs.ResponseOf(c[4])
+	if cc != "" {
+		r, ok = rs.ResponseOf(cc)
 	}
 	if !ok {
-		return fmt.Sprintf("%s has no audited loss response for the controller the explanation names", impl)
+		return fmt.Sprintf("%s has no audited loss response for controller %q: a LOSS_BACKOFF cannot be re-derived", impl, cc)
+	}
+	if c := backoffCite.FindStringSubmatch(expl); c == nil || c[4] != r.Algorithm || (c[5] == "the default controller") != r.Default {
+		return fmt.Sprintf("the explanation does not name the controller that ran (%s, cc %q)", r.Algorithm, cc)
 	}
 	if num*r.FactorDen != den*r.FactorNum || arith != r.Arithmetic {
 		return fmt.Sprintf("factor %d/%d (%s) is not %s's %s response, %d/%d (%s) at %s:%d", num, den, arith, impl, r.Algorithm, r.FactorNum, r.FactorDen, r.Arithmetic, r.Source.Path, r.Source.Line)

@@ -46,7 +46,7 @@ func TestCollapseArithmeticEvidence(t *testing.T) {
 				}
 				n++
 				sample = ev
-				if why := backoffFault(r.impl, ev, f, from); why != "" {
+				if why := backoffFault(r.impl, "", ev, f, from); why != "" {
 					t.Errorf("committed %s: %s", ev.Get("explanation").String(), why)
 				}
 			}
@@ -68,6 +68,7 @@ func TestCollapseArithmeticEvidence(t *testing.T) {
 				{"wrong arithmetic", "(" + m[3] + ")", "(int-whatever)", "is not " + r.impl},
 				{"wrong window", "with W = " + m[5], "with W = " + m[5] + "0", "is"},
 				{"another source line", ":" + c[2] + " at ", ":1 at ", "does not cite"},
+				{"another controller", ", the default controller", ", selected with --cc", "does not name the controller"},
 			}
 			for _, p := range planted {
 				bad := strings.Replace(expl, p.from, p.to, 1)
@@ -76,7 +77,7 @@ func TestCollapseArithmeticEvidence(t *testing.T) {
 				}
 				ev := gjson.Parse(`{"kind":"LOSS_BACKOFF","at_us":` + sample.Get("at_us").Raw + `,"value_bytes":` + sample.Get("value_bytes").Raw +
 					`,"previous_bytes":` + sample.Get("previous_bytes").Raw + `,"explanation":` + quoteJSON(bad) + `}`)
-				if why := backoffFault(r.impl, ev, f, from); why == "" || !strings.Contains(why, p.want) {
+				if why := backoffFault(r.impl, "", ev, f, from); why == "" || !strings.Contains(why, p.want) {
 					t.Errorf("planted %s passed or failed for another reason (%q): %s", p.name, why, bad)
 				}
 			}
@@ -101,7 +102,7 @@ func TestRelabelledCollapseFails(t *testing.T) {
 		v, p := ev.Get("value_bytes").Int(), ev.Get("previous_bytes").Int()
 		bad := "⌊7/10 × W⌋ (int-muldiv) = " + strconv.FormatInt(v, 10) + " with W = " + strconv.FormatInt(p, 10) + ", the previous sample (exact); src/core/cubic.c:366 at 4db8b3987100034e9ded68df2c4d3526cbeeeaad, cubic, the default controller"
 		ev2 := gjson.Parse(`{"kind":"LOSS_BACKOFF","at_us":` + ev.Get("at_us").Raw + `,"value_bytes":` + strconv.FormatInt(v, 10) + `,"previous_bytes":` + strconv.FormatInt(p, 10) + `,"explanation":` + quoteJSON(bad) + `}`)
-		if why := backoffFault("msquic", ev2, f, doc.Get("scope_from_us").Int()); why == "" {
+		if why := backoffFault("msquic", "", ev2, f, doc.Get("scope_from_us").Int()); why == "" {
 			t.Errorf("%d → %d relabelled LOSS_BACKOFF as 7/10 of the previous sample passed", p, v)
 		} else {
 			t.Logf("%d → %d: %s", p, v, why)
@@ -146,7 +147,7 @@ func TestCollapseArithmeticAllEvidence(t *testing.T) {
 				continue
 			}
 			checked++
-			if why := backoffFault(impl, ev, f, doc.Get("scope_from_us").Int()); why != "" {
+			if why := backoffFault(impl, gjson.GetBytes(mustRead(t, filepath.Join(dir, "manifest.json")), "cc").String(), ev, f, doc.Get("scope_from_us").Int()); why != "" {
 				t.Errorf("%s: %s", dir, why)
 			}
 		}
@@ -155,4 +156,13 @@ func TestCollapseArithmeticAllEvidence(t *testing.T) {
 		t.Fatal("no LOSS_BACKOFF in the committed evidence")
 	}
 	t.Logf("%d loss backoffs in %d repetitions re-derived", checked, len(dirs))
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
