@@ -92,7 +92,12 @@ func evalConstants(impl string, params map[string]float64) (constantSet, error) 
 
 // evalConstantsFor is evalConstants for a run of the controller cc ("" =
 // the implementation's default).
+// cc may be a harness's own description ("reno (quic-go's only
+// controller)"): its first word names the controller.
 func evalConstantsFor(impl, cc string, params map[string]float64) (constantSet, error) {
+	if f := strings.Fields(strings.ToLower(cc)); len(f) > 0 {
+		cc = f[0]
+	}
 	cs, err := evalConstants(impl, params)
 	if err != nil || cc == "" {
 		return cs, err
