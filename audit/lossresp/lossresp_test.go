@@ -42,7 +42,11 @@ func TestLive(t *testing.T) {
 			order = append(order, s.Impl)
 		}
 		byImpl[s.Impl] = append(byImpl[s.Impl], r)
-		t.Logf("%s %s: ⌊%d/%d × W⌋ (%s) at %s:%d, floor %v", s.Impl, s.Algorithm, r.FactorNum, r.FactorDen, r.Arithmetic, r.Source.Path, r.Source.Line, r.Floor)
+		f, err := Finding(s, r, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s — %s", f.Rule, f.Evidence[0].Permalink, f.Evidence[0].Excerpt)
 	}
 	sort.Strings(order)
 	for _, impl := range order {
@@ -126,6 +130,13 @@ func TestExtract(t *testing.T) {
 			}
 			if r.Floor == nil || r.Floor.Expr != tc.floor {
 				t.Errorf("floor %+v, want %s", r.Floor, tc.floor)
+			}
+			f, err := Finding(tc.spec, r, snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.Evidence) == 0 || f.Evidence[0].Line != tc.line || !strings.Contains(f.Evidence[0].Excerpt, "cwnd") && !strings.Contains(f.Evidence[0].Excerpt, "congestion_window") {
+				t.Errorf("finding evidence %+v does not show the arithmetic at line %d", f.Evidence, tc.line)
 			}
 		})
 	}
