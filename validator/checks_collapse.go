@@ -3,8 +3,10 @@ package validator
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/migaudit/migaudit/data"
 	"github.com/tidwall/gjson"
@@ -28,6 +30,7 @@ func checkCollapseArithmetic(v *Validator, doc, im gjson.Result) (Status, string
 		return d.result()
 	}
 	name := im.Get("name").String()
+	sourceLines(v, &d, im, name)
 	n, legacy := 0, 0
 	for _, rep := range im.Get("live.repetitions").Array() {
 		id := rep.Get("id").String()
@@ -154,4 +157,145 @@ func seriesRise(f *traceFacts, from, at, value, prev int64) int64 {
 		return 0
 	}
 	return prev - low
+}
+
+// sourceLines reads, where the upstream source is here, the line each
+// audited loss response cites at the commit it names and re-derives the
+// factor from that line and the definitions it names: the validator's own
+// reading of the arithmetic, not the audit's record of it.
+func sourceLines(v *Validator, d *verdict, im gjson.Result, impl string) {
+	rs, ok, err := data.LossResponsesFor(impl)
+	if err != nil || !ok {
+		return
+	}
+	for _, r := range rs.Responses {
+		t, err := v.sources.get(im.Get("upstream").String(), r.Commit)
+		if err != nil {
+			d.note("%s %s: source at %s not read (%v); the factor is checked against the audit's record only", impl, r.Algorithm, r.Ref, err)
+			continue
+		}
+		num, den, why := factorAt(t, r.Source.Path, r.Source.Line)
+		switch {
+		case why != "":
+			d.fail("%s %s: %s:%d at %s: %s", impl, r.Algorithm, r.Source.Path, r.Source.Line, r.Ref, why)
+		case num*r.FactorDen != den*r.FactorNum:
+			d.fail("%s %s: %s:%d at %s applies %d/%d, the audit recorded %d/%d", impl, r.Algorithm, r.Source.Path, r.Source.Line, r.Ref, num, den, r.FactorNum, r.FactorDen)
+		default:
+			d.note("%s %s: %s:%d at %s applies %d/%d", impl, r.Algorithm, r.Source.Path, r.Source.Line, r.Ref, num, den)
+		}
+	}
+}
+
+var (
+	lineFraction = regexp.MustCompile(`\* (\w+) / (\d+)\)?;`)               // cwnd * 7 / 10; cwnd * TEN_TIMES_BETA_CUBIC / 10);
+	lineHalving  = regexp.MustCompile(`cwi?n?d?\w* / (\d+);`)               // cwin / 2;
+	lineShift    = regexp.MustCompile(`>>= (\w+);`)                         // cwnd >>= BITS;
+	lineNamed    = regexp.MustCompile(`\* (?:\w+::)?([A-Za-z_]\w*)\)`)      // (cwnd as f64 * BETA_CUBIC), * renoBeta)
+	lineNamedEnd = regexp.MustCompile(`^\s*(?:\w+::)?([A-Z_][A-Z0-9_]*)\)`) // continuation: recovery::LOSS_REDUCTION_FACTOR)
+)
+
+// factorAt reads the factor the line applies.
+func factorAt(t *sourceTree, path string, line int) (num, den int64, why string) {
+	lines, err := t.lines(path)
+	if err != nil {
+		return 0, 0, err.Error()
+	}
+	if line < 1 || line > len(lines) {
+		return 0, 0, fmt.Sprintf("no line %d (%d lines)", line, len(lines))
+	}
+	l := lines[line-1]
+	value := func(name string) (num, den int64, why string) {
+		v, where := definitionOf(t, path, name)
+		if v == "" {
+			return 0, 0, fmt.Sprintf("%q applies %s, defined nowhere near it", strings.TrimSpace(l), name)
+		}
+		n, d, ok := decimal(v)
+		if !ok {
+			return 0, 0, fmt.Sprintf("%s = %q (%s) is not a number", name, v, where)
+		}
+		return n, d, ""
+	}
+	if m := lineFraction.FindStringSubmatch(l); m != nil {
+		d, _ := strconv.ParseInt(m[2], 10, 64)
+		if n, err := strconv.ParseInt(m[1], 10, 64); err == nil {
+			return n, d, ""
+		}
+		n, nd, why := value(m[1])
+		if why != "" || nd != 1 {
+			return 0, 0, why
+		}
+		return n, d, ""
+	}
+	if m := lineShift.FindStringSubmatch(l); m != nil {
+		k, _, why := value(m[1])
+		if why != "" {
+			return 0, 0, why
+		}
+		return 1, 1 << k, ""
+	}
+	if m := lineHalving.FindStringSubmatch(l); m != nil {
+		d, _ := strconv.ParseInt(m[1], 10, 64)
+		return 1, d, ""
+	}
+	for _, re := range []*regexp.Regexp{lineNamed, lineNamedEnd} {
+		if m := re.FindStringSubmatch(l); m != nil {
+			return value(m[1])
+		}
+	}
+	return 0, 0, fmt.Sprintf("%q applies no factor the validator can read", strings.TrimSpace(l))
+}
+
+var definition = regexp.MustCompile(`^\s*(?:#define\s+(\w+)\s+\(?([0-9.]+)\)?|(?:pub\s+)?const\s+(\w+)\s*(?::\s*\w+)?\s*=\s*([0-9.]+)|(\w+)\s+(?:\w+\s+)?=\s*([0-9.]+))`)
+
+// definitionOf finds name's numeric definition in path, then in the files of
+// its directory and its parent's.
+func definitionOf(t *sourceTree, path, name string) (string, string) {
+	look := func(p string) string {
+		lines, err := t.lines(p)
+		if err != nil {
+			return ""
+		}
+		for _, l := range lines {
+			if m := definition.FindStringSubmatch(l); m != nil {
+				for i := 1; i+1 < len(m); i += 2 {
+					if m[i] == name {
+						return m[i+1]
+					}
+				}
+			}
+		}
+		return ""
+	}
+	if v := look(path); v != "" {
+		return v, path
+	}
+	dir := filepath.Dir(path)
+	for _, p := range t.paths() {
+		pd := filepath.Dir(p)
+		if p != path && (pd == dir || pd == filepath.Dir(dir)) && (strings.HasSuffix(p, ".h") || strings.HasSuffix(p, ".rs") || strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".c")) {
+			if v := look(p); v != "" {
+				return v, p
+			}
+		}
+	}
+	return "", ""
+}
+
+// decimal is "0.7" as 7/10, "2" as 2/1.
+func decimal(s string) (num, den int64, ok bool) {
+	whole, frac, _ := strings.Cut(s, ".")
+	den = 1
+	for range frac {
+		den *= 10
+	}
+	n, err := strconv.ParseInt(whole+frac, 10, 64)
+	if err != nil || den == 0 {
+		return 0, 0, false
+	}
+	for _, p := range []int64{2, 5} {
+		for n%p == 0 && den%p == 0 {
+			n, den = n/p, den/p
+		}
+	}
+	return n, den, true
 }

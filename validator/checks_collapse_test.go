@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/migaudit/migaudit/data"
 	"github.com/tidwall/gjson"
 )
 
@@ -165,4 +166,37 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestFactorFromSource: the validator's own reading of each audited line
+// at its commit gives the recorded factor; the line next to it does not.
+func TestFactorFromSource(t *testing.T) {
+	mirrors := mirrorDirEnv()
+	if mirrors == "" {
+		t.Skip("no $MIGAUDIT_MIRRORS: the upstream sources are not here")
+	}
+	for _, impl := range []string{"picoquic", "quiche", "ngtcp2", "msquic", "quic-go"} {
+		rs, ok, err := data.LossResponsesFor(impl)
+		if err != nil || !ok {
+			t.Fatalf("%s: no loss responses (%v)", impl, err)
+		}
+		im, err := data.Lookup(impl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs.Responses {
+			tree, err := openTree(mirrors, im.Upstream, r.Commit)
+			if err != nil {
+				t.Fatalf("%s at %s: %v", impl, r.Ref, err)
+			}
+			num, den, why := factorAt(tree, r.Source.Path, r.Source.Line)
+			if why != "" || num*r.FactorDen != den*r.FactorNum {
+				t.Errorf("%s %s %s:%d: read %d/%d (%s), recorded %d/%d", impl, r.Algorithm, r.Source.Path, r.Source.Line, num, den, why, r.FactorNum, r.FactorDen)
+			}
+			t.Logf("%s %s %s:%d at %s: %d/%d", impl, r.Algorithm, r.Source.Path, r.Source.Line, r.Ref, num, den)
+			if n2, d2, why := factorAt(tree, r.Source.Path, r.Source.Line-3); why == "" && n2*r.FactorDen == d2*r.FactorNum {
+				t.Errorf("%s %s: three lines above the arithmetic also reads as %d/%d: the reading proves nothing", impl, r.Algorithm, n2, d2)
+			}
+		}
+	}
 }
