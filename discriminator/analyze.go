@@ -35,6 +35,10 @@ type Options struct {
 	// Wire is the repetition's wire evidence (LoadWireEvidence); nil:
 	// none given (AnalyzeFile then looks beside the trace, WireBeside).
 	Wire *WireEvidence
+	// CC is the congestion controller that ran ("reno", "cubic", "bbr");
+	// empty: the implementation's default. It selects the audited loss
+	// response a window decrease is matched against.
+	CC string
 }
 
 // Analyze classifies every window decrease around the migration in tl,
@@ -76,7 +80,7 @@ func begin(source string, meta timeline.Meta, warnings []timeline.Warning, opt O
 		notes = append(notes, fmt.Sprintf("implementation %q taken from the trace", opt.Impl))
 	}
 	params, used := mergeParams(opt.Impl, meta.Params, opt.Params)
-	cs, err := evalConstants(opt.Impl, params)
+	cs, err := evalConstantsFor(opt.Impl, opt.CC, params)
 	if err != nil {
 		return Analysis{}, constantSet{}, fmt.Errorf("analyze %s: %w", source, err)
 	}

@@ -19,6 +19,10 @@ type constantSet struct {
 	defaultRTT int64 // 0 = unknown
 	audited    bool
 	reported   []ConstantValue
+	// loss is the default controller's audited loss response; nil when
+	// none was audited (then factor alone decides, ±1 B).
+	loss *lossRule
+	cc   string // the controller asked for; "" = the default
 }
 
 // traceParams maps a trace's Meta.Params names onto formula parameters, per
@@ -82,6 +86,37 @@ func evalConstants(impl string, params map[string]float64) (constantSet, error) 
 			return constantSet{}, err
 		}
 		cs.defaultRTT = int64(v)
+	}
+	return evalLoss(cs, impl, "")
+}
+
+// evalConstantsFor is evalConstants for a run of the controller cc ("" =
+// the implementation's default).
+// cc may be a harness's own description ("reno (quic-go's only
+// controller)"): its first word names the controller.
+func evalConstantsFor(impl, cc string, params map[string]float64) (constantSet, error) {
+	if f := strings.Fields(strings.ToLower(cc)); len(f) > 0 {
+		cc = f[0]
+	}
+	cs, err := evalConstants(impl, params)
+	if err != nil || cc == "" {
+		return cs, err
+	}
+	return evalLoss(cs, impl, cc)
+}
+
+// evalLoss selects the loss response of controller cc ("" = the default).
+// A controller without an audited response (BBR sets its window from its
+// model) gets none, and the constants' loss factor, which is the default
+// controller's, no longer applies either.
+func evalLoss(cs constantSet, impl, cc string) (constantSet, error) {
+	r, err := lossRuleFor(impl, cc)
+	if err != nil {
+		return constantSet{}, fmt.Errorf("%s: %w", impl, err)
+	}
+	cs.loss, cs.cc = r, cc
+	if r == nil && cc != "" {
+		cs.factor, cs.hasFactor = 0, false
 	}
 	return cs, nil
 }

@@ -91,17 +91,17 @@ func TestClassify(t *testing.T) {
 		wantInText string
 	}{
 		{"reset", qg, peak, qg.initial[0], Reset, false, "exact"},
-		{"backoff floor rounding", qg, peak, int64(math.Floor(qg.factor * peak)), LossBackoff, false, "(floor)"},
-		{"backoff round rounding", qg, 10981, int64(math.Round(qg.factor * 10981)), LossBackoff, false, ""},
-		{"backoff off by one", qg, peak, int64(math.Floor(qg.factor*peak)) - 1, LossBackoff, false, "±1 B"},
-		{"backoff off by two is not", qg, peak, int64(math.Floor(qg.factor*peak)) - 2, Unexplained, false, "not an initial window"},
+		{"backoff with the code's truncation", qg, peak, int64(math.Floor(qg.factor * peak)), LossBackoff, false, "internal/congestion/cubic_sender.go:212 at v0.61.0"},
+		{"rounding up is not the code's arithmetic", qg, 10981, int64(math.Round(qg.factor * 10981)), BelowInitial, false, "not ⌊7/10 × W⌋"},
+		{"one below the truncation is not", qg, peak, int64(math.Floor(qg.factor*peak)) - 1, Unexplained, false, "not ⌊7/10 × W⌋"},
 		{"floor", qg, 3000, qg.minWindow, LossFloor, false, "minimum window"},
 		{"below initial", qg, 30000, qg.initial[0] / 2, BelowInitial, false, "loss cascade"},
 		{"unexplained", qg, peak, 100000, Unexplained, false, "not an initial window"},
 		{"second initial window counts", pq, 86904, pq.initial[1], Reset, false, "exact"},
 		{"first initial window counts", pq, 86904, pq.initial[0], Reset, false, "exact"},
 		{"picoquic floor", pq, 5000, pq.minWindow, LossFloor, false, ""},
-		{"picoquic has no factor", pq, 241174, 146592, Unexplained, false, "no loss factor"},
+		{"picoquic NewReno halves", pq, 241174, 120587, LossBackoff, false, "picoquic/newreno.c:54"},
+		{"picoquic not a half", pq, 241174, 146592, Unexplained, false, "not ⌊1/2 × W⌋"},
 		{"ambiguous reset", qg, int64(math.Ceil(float64(qg.initial[0]) / qg.factor)), qg.initial[0], Reset, true, "not evidence of a reset"},
 	}
 	for _, tt := range tests {
@@ -109,6 +109,46 @@ func TestClassify(t *testing.T) {
 			c := classify(tt.v, tt.prev, tt.cs)
 			if c.Kind != tt.want || c.Ambiguous != tt.ambiguous {
 				t.Fatalf("classify(%d → %d) = %s ambiguous=%v (%s), want %s ambiguous=%v", tt.prev, tt.v, c.Kind, c.Ambiguous, c.Explanation, tt.want, tt.ambiguous)
+			}
+			if !strings.Contains(c.Explanation, tt.wantInText) {
+				t.Errorf("explanation %q lacks %q", c.Explanation, tt.wantInText)
+			}
+		})
+	}
+}
+
+// TestClassifySeries covers the tolerances that read the series around a
+// decrease: growth before the loss within the series' own fastest growth,
+// and another controller's sample in a series that resumes.
+func TestClassifySeries(t *testing.T) {
+	ng := mustConstants(t, "ngtcp2")
+	pq := mustConstants(t, "picoquic")
+	// ngtcp2 rep3 at 7.03-7.04 s: ~137 B per ACK, 1 ms apart.
+	ngHist := []cwndPoint{{7_033_000, 210069}, {7_035_000, 210345}, {7_036_000, 210483}, {7_037_000, 210623}, {7_039_000, 210899}}
+	// picoquic rep1: ~193 B per 5.3 ms step.
+	pqHist := []cwndPoint{{5_063_888, 95413}, {5_069_258, 95607}, {5_074_585, 95800}, {5_079_829, 95992}}
+	resumes := timeline.Sample{TimeUS: 5_100_867, CwndBytes: 96184}
+	tests := []struct {
+		name       string
+		cs         constantSet
+		prev, v    int64
+		sc         seriesContext
+		want       CollapseKind
+		wantInText string
+	}{
+		{"growth of one ACK before the loss", ng, 210899, 147724, seriesContext{hist: ngHist, sinceUS: 1000}, LossBackoff, "W = 211035 = 210899 + 136 B"},
+		{"growth beyond the series' pace", ng, 210899, 150000, seriesContext{hist: ngHist, sinceUS: 1000}, Unexplained, "not ⌊7/10 × W⌋"},
+		{"no series, no growth", ng, 210899, 147724, seriesContext{}, Unexplained, "not ⌊7/10 × W⌋"},
+		{"another controller in a series that resumes", pq, 95992, 48424,
+			seriesContext{from: 5_006_000, atUS: 5_095_326, sinceUS: 15_497, hist: pqHist, resumes: resumes, resumesAt: true}, LossBackoff, "not this series' own window"},
+		{"the same values when the series stays down", pq, 95992, 48424,
+			seriesContext{from: 5_006_000, atUS: 5_095_326, sinceUS: 15_497, hist: pqHist, resumes: timeline.Sample{TimeUS: 5_100_867, CwndBytes: 48600}, resumesAt: true}, Unexplained, "not ⌊1/2 × W⌋"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := classifyIn(tt.v, tt.prev, tt.cs, tt.sc)
+			if c.Kind != tt.want {
+				t.Fatalf("%d → %d = %s (%s), want %s", tt.prev, tt.v, c.Kind, c.Explanation, tt.want)
 			}
 			if !strings.Contains(c.Explanation, tt.wantInText) {
 				t.Errorf("explanation %q lacks %q", c.Explanation, tt.wantInText)

@@ -22,6 +22,7 @@ var perImplChecks = []check{
 	{"ip-change", checkIPChange, "live.repetitions"},
 	{"migration-instant", checkMigrationInstant, "live.repetitions"},
 	{"window", checkWindow, "live.repetitions"},
+	{"collapse-arithmetic", checkCollapseArithmetic, "live.repetitions"},
 	{"rtt", checkRTT, "live.repetitions"},
 }
 

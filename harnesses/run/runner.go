@@ -335,7 +335,7 @@ func analyse(trace, impl string, sc Scenario, res RepResult, netw pathRTTs) (dis
 		// apart, only the path's own RTT versus the estimator's default.
 		oldRTT, newRTT = 0, netw.PathRTT(PathA)
 	}
-	a, err := discriminator.Analyze(tl, discriminator.Options{Impl: impl, Params: params, OldPathRTT: oldRTT, NewPathRTT: newRTT})
+	a, err := discriminator.Analyze(tl, discriminator.Options{Impl: impl, Params: params, OldPathRTT: oldRTT, NewPathRTT: newRTT, CC: res.Settings["cc"]})
 	if err != nil {
 		return a, nil, err
 	}
@@ -382,7 +382,7 @@ func analyse(trace, impl string, sc Scenario, res RepResult, netw pathRTTs) (dis
 		}
 	}
 	rest.Source = tl.Source + " (after " + fmt.Sprint(cut/1000) + " ms: the return to path A)"
-	r, err := discriminator.Analyze(&rest, discriminator.Options{Impl: impl, Params: params, OldPathRTT: newRTT, NewPathRTT: oldRTT})
+	r, err := discriminator.Analyze(&rest, discriminator.Options{Impl: impl, Params: params, OldPathRTT: newRTT, NewPathRTT: oldRTT, CC: res.Settings["cc"]})
 	if err != nil {
 		return a, nil, nil
 	}

@@ -1,0 +1,143 @@
+package lossresp
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/migaudit/migaudit/audit/gitsrc"
+	"github.com/migaudit/migaudit/data"
+)
+
+var update = flag.Bool("update", false, "rewrite data/constants/lossresponse/*.json from the mirrors")
+
+// TestLive extracts every Spec from the upstream source at the version that
+// runs (mirrors in $MIGAUDIT_MIRRORS) and compares with the committed data;
+// -update rewrites the data.
+func TestLive(t *testing.T) {
+	if os.Getenv(gitsrc.MirrorsEnv) == "" {
+		t.Skip("no $MIGAUDIT_MIRRORS: the upstream sources are not here (TestExtract covers the rules offline)")
+	}
+	byImpl := map[string][]data.LossResponse{}
+	var order []string
+	for _, s := range Specs {
+		repo, err := gitsrc.Locate(s.Upstream, "")
+		if err != nil {
+			t.Fatalf("%s: %v", s.Impl, err)
+		}
+		snap, err := repo.At(s.Ref)
+		if err != nil {
+			t.Fatalf("%s at %s: %v", s.Impl, s.Ref, err)
+		}
+		r, err := Extract(s, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := byImpl[s.Impl]; !ok {
+			order = append(order, s.Impl)
+		}
+		byImpl[s.Impl] = append(byImpl[s.Impl], r)
+		f, err := Finding(s, r, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s — %s", f.Rule, f.Evidence[0].Permalink, f.Evidence[0].Excerpt)
+	}
+	sort.Strings(order)
+	for _, impl := range order {
+		b, err := json.MarshalIndent(data.LossResponses{Implementation: impl, Responses: byImpl[impl]}, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, '\n')
+		path := filepath.Join("..", "..", "data", "constants", "lossresponse", impl+".json")
+		if *update {
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		have, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update)", err)
+		}
+		if !bytes.Equal(have, b) {
+			t.Errorf("%s differs from the source read now (go test ./audit/lossresp -update):\n%s", path, b)
+		}
+	}
+}
+
+// TestExtract runs the rules over small trees: each branch of Extract.
+func TestExtract(t *testing.T) {
+	ngtcp2 := func(body string) map[string]string {
+		return map[string]string{
+			"lib/ngtcp2_cc.h": "#define NGTCP2_LOSS_REDUCTION_FACTOR_BITS 1\n",
+			"lib/ngtcp2_cc.c": body,
+		}
+	}
+	cubic, reno := Specs[3], Specs[4]
+	if cubic.Impl != "ngtcp2" || cubic.Algorithm != "cubic" || reno.Algorithm != "reno" {
+		t.Fatalf("Specs order changed: %s %s, %s", cubic.Impl, cubic.Algorithm, reno.Algorithm)
+	}
+	const cubicBody = "void other(void) {\n  cstat->ssthresh = cstat->cwnd * 1 / 2;\n}\n" +
+		"void ngtcp2_cc_cubic_cc_congestion_event(ngtcp2_cc *ccx,\n" +
+		"  min_cwnd = 2 * cstat->max_tx_udp_payload_size;\n" +
+		"  cstat->ssthresh = cstat->cwnd * 7 / 10;\n"
+	tests := []struct {
+		name     string
+		spec     Spec
+		files    map[string]string
+		num, den int64
+		line     int
+		floor    string
+		err      string
+	}{
+		{name: "cubic after its anchor, not the earlier line", spec: cubic, files: ngtcp2(cubicBody), num: 7, den: 10, line: 6, floor: "2*S"},
+		{name: "reno shift resolved through the header", spec: reno, files: ngtcp2("void ngtcp2_cc_reno_cc_congestion_event(x) {\n  cstat->cwnd >>= NGTCP2_LOSS_REDUCTION_FACTOR_BITS;\n  min_cwnd = 2 * cstat->max_tx_udp_payload_size;\n"),
+			num: 1, den: 2, line: 2, floor: "2*S"},
+		{name: "anchor renamed", spec: cubic, files: ngtcp2(strings.ReplaceAll(cubicBody, "cubic_cc_congestion_event", "cubic_congestion_event")), err: "anchor"},
+		{name: "arithmetic changed", spec: cubic, files: ngtcp2(strings.ReplaceAll(cubicBody, "cwnd * 7 / 10", "cwnd * beta")), err: "arithmetic"},
+		{name: "not a decrease", spec: cubic, files: ngtcp2(strings.ReplaceAll(cubicBody, "7 / 10", "12 / 10")), err: "not a decrease"},
+		{name: "factor definition missing", spec: reno, files: map[string]string{"lib/ngtcp2_cc.h": "\n", "lib/ngtcp2_cc.c": "void ngtcp2_cc_reno_cc_congestion_event(x) {\n  cstat->cwnd >>= NGTCP2_LOSS_REDUCTION_FACTOR_BITS;\n"}, err: "no definition"},
+		{name: "quiche f64 factor", spec: Specs[1], files: map[string]string{
+			"quiche/src/recovery/cubic.rs": "const BETA_CUBIC: f64 = 0.7;\nfn congestion_event(\n    r.ssthresh = (r.congestion_window as f64 * BETA_CUBIC) as usize;\n            r.max_datagram_size * recovery::MINIMUM_WINDOW_PACKETS,\n",
+			"quiche/src/recovery/mod.rs":   "const MINIMUM_WINDOW_PACKETS: usize = 2;\n"},
+			num: 7, den: 10, line: 3, floor: "2*S"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, err := gitsrc.CommitFiles(t.TempDir(), tc.files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Extract(tc.spec, snap)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.FactorNum != tc.num || r.FactorDen != tc.den || r.Source.Line != tc.line || r.Commit != snap.Commit() {
+				t.Errorf("got %d/%d at line %d (commit %s), want %d/%d at line %d", r.FactorNum, r.FactorDen, r.Source.Line, r.Commit, tc.num, tc.den, tc.line)
+			}
+			if r.Floor == nil || r.Floor.Expr != tc.floor {
+				t.Errorf("floor %+v, want %s", r.Floor, tc.floor)
+			}
+			f, err := Finding(tc.spec, r, snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.Evidence) == 0 || f.Evidence[0].Line != tc.line || !strings.Contains(f.Evidence[0].Excerpt, "cwnd") && !strings.Contains(f.Evidence[0].Excerpt, "congestion_window") {
+				t.Errorf("finding evidence %+v does not show the arithmetic at line %d", f.Evidence, tc.line)
+			}
+		})
+	}
+}

@@ -1,0 +1,109 @@
+package lossresp
+
+// The versions that run live (each repetition's manifest.json names them):
+// picoquic and msquic are built from their pins; ngtcp2 runs as Debian's
+// 0.12.1, quiche as 0.18.0 (npm), quic-go as v0.61.0.
+const (
+	picoquicRef = "0dc8ba8b2be30246720934d3f43a144b372e1a90"
+	msquicRef   = "4db8b3987100034e9ded68df2c4d3526cbeeeaad"
+	ngtcp2Ref   = "v0.12.1"
+	quicheRef   = "0.18.0"
+	quicgoRef   = "v0.61.0"
+)
+
+// What can add to the window between its last logged value and the
+// reduction: the acknowledgements processed before loss detection.
+const (
+	growthAckFirst = "acknowledgements in the same ACK frame are processed (the window grows) before loss detection reduces it"
+	growthSampled  = "the window is sampled, not logged per change: it grows from the last sample until the ACK that detects the loss"
+)
+
+// Specs are the loss responses audited: each live implementation's default
+// controller and the --cc alternatives whose reduction is one product.
+// BBR (picoquic, quiche, ngtcp2, msquic) sets its window from its model,
+// not by a factor on loss; picoquic's CUBIC computes in doubles over
+// W_max/send_mtu (cubic.c) and is not extracted yet.
+var Specs = []Spec{
+	{
+		Impl: "picoquic", Upstream: "https://github.com/private-octopus/picoquic", Ref: picoquicRef,
+		Algorithm: "newreno", Default: true, File: "picoquic/newreno.c",
+		Anchors:    []string{`picoquic_newreno_sim_enter_recovery\(`},
+		Apply:      `->ssthresh = \w+->cwin / (\d+);`,
+		Arithmetic: "int-div",
+		Floor:      `->ssthresh < (PICOQUIC_CWIN_MINIMUM)\)`,
+		FloorDef:   &Def{File: "picoquic/picoquic_internal.h", Pattern: `#define %s \((\d+) \* PICOQUIC_MAX_PACKET_SIZE\)`},
+		FloorExpr:  "%d*1536", Multiplies: "cwin (the simulated NewReno window) at the loss event; cwin = ssthresh follows",
+		Growth: growthAckFirst,
+	},
+	{
+		Impl: "quiche", Upstream: "https://github.com/cloudflare/quiche", Ref: quicheRef,
+		Algorithm: "cubic", Default: true, File: "quiche/src/recovery/cubic.rs",
+		Anchors:    []string{`^fn congestion_event\(`},
+		Apply:      `r\.ssthresh = \(r\.congestion_window as f64 \* (\w+)\) as usize;`,
+		Arithmetic: "float64-trunc",
+		FactorDef:  &Def{File: "quiche/src/recovery/cubic.rs", Pattern: `const %s: f64 = ([0-9.]+);`},
+		Floor:      `r\.max_datagram_size \* recovery::(\w+),`,
+		FloorDef:   &Def{File: "quiche/src/recovery/mod.rs", Pattern: `const %s: usize = (\d+);`},
+		FloorExpr:  "%d*S", FloorParams: map[string]float64{"S": 1200},
+		Multiplies: "congestion_window at the loss event; congestion_window = ssthresh follows",
+		Growth:     growthSampled,
+	},
+	{
+		Impl: "quiche", Upstream: "https://github.com/cloudflare/quiche", Ref: quicheRef,
+		Algorithm: "reno", File: "quiche/src/recovery/reno.rs",
+		Anchors:    []string{`^fn congestion_event\(`, `r\.congestion_window = \(r\.congestion_window as f64 \*$`},
+		Apply:      `^\s*recovery::(LOSS_REDUCTION_FACTOR)\)$`,
+		Arithmetic: "float64-trunc",
+		FactorDef:  &Def{File: "quiche/src/recovery/mod.rs", Pattern: `const %s: f64 = ([0-9.]+);`},
+		Floor:      `r\.max_datagram_size \* recovery::(\w+),`,
+		FloorDef:   &Def{File: "quiche/src/recovery/mod.rs", Pattern: `const %s: usize = (\d+);`},
+		FloorExpr:  "%d*S", FloorParams: map[string]float64{"S": 1200},
+		Multiplies: "congestion_window at the loss event", Growth: growthSampled,
+	},
+	{
+		Impl: "ngtcp2", Upstream: "https://github.com/ngtcp2/ngtcp2", Ref: ngtcp2Ref,
+		Algorithm: "cubic", Default: true, File: "lib/ngtcp2_cc.c",
+		Anchors:    []string{`^void ngtcp2_cc_cubic_cc_congestion_event\(`},
+		Apply:      `cstat->ssthresh = cstat->cwnd \* (\d+) / (\d+);`,
+		Arithmetic: "int-muldiv",
+		Floor:      `min_cwnd = (\d+) \* cstat->max_tx_udp_payload_size;`,
+		FloorExpr:  "%d*S", FloorParams: map[string]float64{"S": 1200},
+		Multiplies: "cstat->cwnd at the loss event; cwnd = ssthresh follows",
+		Growth:     growthAckFirst,
+	},
+	{
+		Impl: "ngtcp2", Upstream: "https://github.com/ngtcp2/ngtcp2", Ref: ngtcp2Ref,
+		Algorithm: "reno", File: "lib/ngtcp2_cc.c",
+		Anchors:    []string{`^void ngtcp2_cc_reno_cc_congestion_event\(`},
+		Apply:      `cstat->cwnd >>= (\w+);`,
+		Arithmetic: "int-shift",
+		FactorDef:  &Def{File: "lib/ngtcp2_cc.h", Pattern: `#define %s (\d+)`},
+		Floor:      `min_cwnd = (\d+) \* cstat->max_tx_udp_payload_size;`,
+		FloorExpr:  "%d*S", FloorParams: map[string]float64{"S": 1200},
+		Multiplies: "cstat->cwnd at the loss event", Growth: growthAckFirst,
+	},
+	{
+		Impl: "msquic", Upstream: "https://github.com/microsoft/msquic", Ref: msquicRef,
+		Algorithm: "cubic", Default: true, File: "src/core/cubic.c",
+		Anchors:    []string{`^CubicCongestionControlOnCongestionEvent\(`, `IsPersistentCongestion && !Cubic->IsInPersistentCongestion`, `^    \} else \{`},
+		Apply:      `Cubic->CongestionWindow \* (\w+) / (\d+)\);`,
+		Arithmetic: "int-muldiv",
+		FactorDef:  &Def{File: "src/core/cubic.c", Pattern: `#define %s (\d+)`},
+		Floor:      `DatagramPayloadLength \* (\w+),`,
+		FloorDef:   &Def{File: "src/core/quicdef.h", Pattern: `#define %s\s+(\d+)`},
+		FloorExpr:  "%d*(MTU-20-8)", FloorParams: map[string]float64{"MTU": 1288},
+		Multiplies: "CongestionWindow at the loss event", Growth: growthAckFirst,
+	},
+	{
+		Impl: "quic-go", Upstream: "https://github.com/quic-go/quic-go", Ref: quicgoRef,
+		Algorithm: "reno", Default: true, File: "internal/congestion/cubic_sender.go",
+		Anchors:    []string{`^func \(c \*cubicSender\) OnCongestionEvent\(`, `if c\.reno \{`},
+		Apply:      `c\.congestionWindow = protocol\.ByteCount\(float64\(c\.congestionWindow\) \* (\w+)\)`,
+		Arithmetic: "float64-trunc",
+		FactorDef:  &Def{File: "internal/congestion/cubic_sender.go", Pattern: `^\s*%s\s+= ([0-9.]+)`},
+		Floor:      `return c\.maxDatagramSize \* (\w+)$`, FloorAnywhere: true,
+		FloorDef:  &Def{File: "internal/congestion/cubic_sender.go", Pattern: `^\s*%s\s+= (\d+)`},
+		FloorExpr: "%d*S", FloorParams: map[string]float64{"S": 1280},
+		Multiplies: "congestionWindow at the loss event", Growth: growthAckFirst,
+	},
+}

@@ -1,0 +1,123 @@
+package discriminator
+
+import (
+	"fmt"
+
+	"github.com/migaudit/migaudit/data"
+)
+
+// lossRule is one controller's loss response as the audit read it from the
+// source that runs (data/constants/lossresponse): window = factor × W in
+// the code's arithmetic, W the window at the loss event.
+type lossRule struct {
+	algorithm  string
+	num, den   int64
+	arithmetic string
+	cite       string // "lib/ngtcp2_cc.c:482 at v0.12.1"
+	isDefault  bool
+}
+
+// lossRuleFor is controller cc's rule ("" = the default controller's), if
+// audited.
+func lossRuleFor(impl, cc string) (*lossRule, error) {
+	rs, ok, err := data.LossResponsesFor(impl)
+	if err != nil || !ok {
+		return nil, err
+	}
+	r, ok := rs.DefaultLossResponse()
+	if cc != "" {
+		r, ok = rs.ResponseOf(cc)
+	}
+	if !ok {
+		return nil, nil
+	}
+	lr := &lossRule{algorithm: r.Algorithm, num: r.FactorNum, den: r.FactorDen, arithmetic: r.Arithmetic,
+		cite: fmt.Sprintf("%s:%d at %s", r.Source.Path, r.Source.Line, r.Ref), isDefault: r.Default}
+	return lr, nil
+}
+
+// product is the code's own arithmetic on a window w, before the floor.
+// The floor rejects nothing: it depends on the path's datagram size, which
+// changes at a migration (msquic's new path falls to 2,505 B, below the
+// 2,944 B floor its first path's MTU implies); LOSS_FLOOR reads the
+// minimum window instead.
+func (r *lossRule) product(w int64) int64 {
+	if r.arithmetic == "float64-trunc" {
+		return int64(float64(w) * (float64(r.num) / float64(r.den)))
+	}
+	return w * r.num / r.den
+}
+
+// which names the controller: "cubic, the default controller" or "reno".
+func (r *lossRule) which() string {
+	if r.isDefault {
+		return r.algorithm + ", the default controller"
+	}
+	return r.algorithm + ", selected with --cc"
+}
+
+func (r *lossRule) formula() string {
+	return fmt.Sprintf("⌊%d/%d × W⌋ (%s)", r.num, r.den, r.arithmetic)
+}
+
+// windowsAt are the windows w in [lo, hi] with product(w) == v, as a range
+// (the product is monotone in w); ok is false when there is none.
+func (r *lossRule) windowsAt(v, lo, hi int64) (first, last int64, ok bool) {
+	if lo > hi {
+		return 0, 0, false
+	}
+	// The smallest w with product(w) >= v, by bisection, then walk.
+	a, b := lo, hi+1
+	for a < b {
+		m := a + (b-a)/2
+		if r.product(m) >= v {
+			b = m
+		} else {
+			a = m + 1
+		}
+	}
+	if a > hi || r.product(a) != v {
+		return 0, 0, false
+	}
+	first, last = a, a
+	for last < hi && r.product(last+1) == v {
+		last++
+	}
+	return first, last, true
+}
+
+// growthBound is how far a series' window can have grown between its last
+// logged value and the loss: its fastest growth over the preceding samples
+// (since its last decrease, at most growthLookbackUS back), over the time
+// elapsed, and never less than its largest single step.
+type growthBound struct {
+	bytes      int64
+	rateBPerMS float64
+	overUS     int64
+	maxStep    int64
+}
+
+const growthLookbackUS = 1_000_000
+
+type cwndPoint struct{ t, v int64 }
+
+func boundGrowth(hist []cwndPoint, overUS int64) growthBound {
+	var g growthBound
+	g.overUS = max(overUS, 1000) // the traces' clocks step in 1 ms at worst
+	for i := 1; i < len(hist); i++ {
+		d := hist[i].v - hist[i-1].v
+		if d <= 0 {
+			continue
+		}
+		g.maxStep = max(g.maxStep, d)
+		if dt := hist[i].t - hist[i-1].t; dt >= 1000 {
+			g.rateBPerMS = max(g.rateBPerMS, float64(d)*1000/float64(dt))
+		}
+	}
+	g.bytes = max(g.maxStep, int64(g.rateBPerMS*float64(g.overUS)/1000))
+	return g
+}
+
+func (g growthBound) String() string {
+	return fmt.Sprintf("≤ %d B: the series' fastest growth, %.0f B/ms, over %s (largest step %d B)", g.bytes, g.rateBPerMS, fmtMS(g.overUS), g.maxStep)
+}
