@@ -122,6 +122,7 @@ func Run(ctx context.Context, im data.Implementation, src Source) ([]Finding, er
 			if fs[i].Evidence == nil {
 				fs[i].Evidence = []Evidence{}
 			}
+			fs[i] = guardText(fs[i], src.Commit())
 		}
 		out = append(out, fs...)
 	}

@@ -120,6 +120,19 @@ func (c *Code) resolve(a Anchor) (syntax.Def, bool) {
 		}
 	case constant:
 		return c.Const(a.Name)
+	case typ, field, enumerator:
+		want := map[anchorKind][]syntax.DefKind{typ: {syntax.DefStruct, syntax.DefEnum, syntax.DefType},
+			field: {syntax.DefField}, enumerator: {syntax.DefEnumerator}}[a.kind]
+		for _, d := range c.Set.Defs(a.Name) {
+			if a.Owner != "" && strings.TrimPrefix(d.Owner, "*") != a.Owner {
+				continue
+			}
+			for _, k := range want {
+				if d.Kind == k {
+					return d, true
+				}
+			}
+		}
 	}
 	return syntax.Def{}, false
 }
