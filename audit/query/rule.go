@@ -220,7 +220,7 @@ func (a Anchor) what() string {
 		return "enumerator " + a.Name
 	case method:
 		if a.Owner != "" {
-			return "function " + a.Owner + "::" + a.Name
+			return "function " + strings.ReplaceAll(a.Owner, "|", " / ") + "::" + a.Name
 		}
 	case funcIn:
 		return fmt.Sprintf("function %s in %s", a.Name, a.Path)
