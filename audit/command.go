@@ -51,6 +51,9 @@ func Audit(ctx context.Context, im data.Implementation, source, rev string) (*Re
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", im.Name, err)
 	}
+	if err := CheckRepository(repo, im); err != nil {
+		return nil, err
+	}
 	if rev == "" {
 		rev = im.Commit
 	}
