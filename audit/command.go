@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -185,12 +186,7 @@ func printTable(w io.Writer, r *Report) error {
 		pin = "NOT the pin"
 	}
 	fmt.Fprintf(w, "%s  %s @ %s (%s)  %d findings in %s\n", r.Impl, r.Upstream, r.Commit, pin, len(r.Findings), r.Elapsed)
-	t := tablewriter.NewTable(w,
-		tablewriter.WithHeaderAutoFormat(tw.Off), // before WithHeader, which formats at once
-		tablewriter.WithHeader([]string{"Q", "Answer", "Rule", "Mechanism / value", "Counts", "Evidence"}),
-		tablewriter.WithRowAutoWrap(tw.WrapNormal),
-		tablewriter.WithWidths(tw.CellWidth{PerColumn: tw.NewMapper[int, int]().Set(0, 16).Set(1, 12).Set(2, 26).Set(3, 64).Set(4, 36).Set(5, 48)}),
-	)
+	var rows [][]string
 	for _, f := range r.Findings {
 		mech := f.Mechanism
 		if f.Constant != nil {
@@ -225,11 +221,36 @@ func printTable(w io.Writer, r *Report) error {
 		if f.Role != "" && f.Role != "both" {
 			q += " " + f.Role
 		}
-		if err := t.Append([]string{q, answer, strings.TrimPrefix(f.Rule, r.Impl+"/"), mech, countsString(f.Counts), strings.Join(ev, "\n")}); err != nil {
+		rows = append(rows, []string{q, answer, strings.TrimPrefix(f.Rule, r.Impl+"/"), mech, countsString(f.Counts), strings.Join(ev, "\n")})
+	}
+	t := tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off), // before WithHeader, which formats at once
+		tablewriter.WithHeader([]string{"Q", "Answer", "Rule", "Mechanism / value", "Counts", "Evidence"}),
+		tablewriter.WithRowAutoWrap(tw.WrapNormal),
+		tablewriter.WithWidths(tw.CellWidth{PerColumn: columnWidths(rows, 16, 12, 26, 64, 36, 48)}),
+	)
+	for _, row := range rows {
+		if err := t.Append(row); err != nil {
 			return err
 		}
 	}
 	return t.Render()
+}
+
+// columnWidths widens each column to its longest word: the table wraps at
+// spaces and would cut a word longer than the column (a path:line losing
+// its last digit).
+func columnWidths(rows [][]string, base ...int) tw.Mapper[int, int] {
+	m := tw.NewMapper[int, int]()
+	for i, b := range base {
+		for _, row := range rows {
+			for _, word := range strings.Fields(row[i]) {
+				b = max(b, utf8.RuneCountInString(word)+2) // the cell pads a space each side
+			}
+		}
+		m.Set(i, b)
+	}
+	return m
 }
 
 func countsString(c map[string]int) string {
