@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,6 +30,9 @@ type Options struct {
 	Source string // --source: clone or bare mirror (else $MIGAUDIT_MIRRORS, else user cache clone)
 	Commit string // --commit: rev to audit instead of the pin
 	Format string // "table" (default) or "json"
+	// Strict fails the command when the independent reading contradicts a
+	// confident answer (DISPUTED).
+	Strict bool
 	// WriteConstants writes data/constants/<name>.json into ConstantsDir.
 	WriteConstants bool
 	ConstantsDir   string // default "data/constants"
@@ -41,8 +45,11 @@ type Report struct {
 	Commit   string    `json:"commit"`
 	Pinned   bool      `json:"pinned"` // Commit is the pin in data/implementations.json
 	Findings []Finding `json:"findings"`
-	Elapsed  string    `json:"elapsed"`
-	Error    string    `json:"error,omitempty"`
+	// Disputed counts the confident answers the validator's independent
+	// reading of the same commit contradicts.
+	Disputed int    `json:"disputed"`
+	Elapsed  string `json:"elapsed"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Audit runs the rules for one implementation at rev ("" = the pin).
@@ -63,7 +70,10 @@ func Audit(ctx context.Context, im data.Implementation, source, rev string) (*Re
 		return nil, fmt.Errorf("%s: %w", im.Name, err)
 	}
 	fs, err := Run(ctx, im, snap)
-	rep := &Report{Impl: im.Name, Upstream: im.Upstream, Commit: snap.Commit(), Pinned: snap.Commit() == im.Commit, Findings: fs, Elapsed: time.Since(start).Round(time.Millisecond).String()}
+	readings, rerr := independentReading(repo.Dir, im.Name, snap.Commit())
+	err = errors.Join(err, rerr)
+	rep := &Report{Impl: im.Name, Upstream: im.Upstream, Commit: snap.Commit(), Pinned: snap.Commit() == im.Commit, Findings: fs,
+		Disputed: markDisputes(fs, readings), Elapsed: time.Since(start).Round(time.Millisecond).String()}
 	if err != nil {
 		rep.Error = err.Error()
 	}
@@ -123,6 +133,9 @@ func Command(ctx context.Context, o Options, w io.Writer) error {
 	if err := Print(w, o.Format, done); err != nil {
 		return err
 	}
+	if o.Strict && firstErr == nil {
+		firstErr = strictError(done)
+	}
 	if o.WriteConstants {
 		dir := o.ConstantsDir
 		if dir == "" {
@@ -146,6 +159,21 @@ func Command(ctx context.Context, o Options, w io.Writer) error {
 		}
 	}
 	return firstErr
+}
+
+// strictError is --strict's verdict: an error when the independent reading
+// contradicts any confident answer.
+func strictError(reports []*Report) error {
+	var disputed []string
+	for _, r := range reports {
+		if r.Disputed > 0 {
+			disputed = append(disputed, fmt.Sprintf("%s at %s: %d", r.Impl, short(r.Commit), r.Disputed))
+		}
+	}
+	if len(disputed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--strict: the independent reading contradicts answers (DISPUTED) of %s", strings.Join(disputed, ", "))
 }
 
 func lookupCommit(name string) string {
@@ -198,6 +226,11 @@ func printTable(w io.Writer, r *Report) error {
 		if f.Detail != "" && f.Answer == Unknown {
 			mech += "; " + f.Detail
 		}
+		if f.Disputed != "" {
+			mech += "\nDISPUTED: " + f.Disputed
+		} else if f.Independent != "" {
+			mech += "\n(" + f.Independent + ")"
+		}
 		var ev []string
 		for i, e := range f.Evidence {
 			if i == 4 {
@@ -207,6 +240,9 @@ func printTable(w io.Writer, r *Report) error {
 			ev = append(ev, fmt.Sprintf("%s:%d %s", e.Path, e.Line, e.Kind))
 		}
 		answer := string(f.Answer)
+		if f.Disputed != "" {
+			answer += "\nDISPUTED"
+		}
 		if f.Constant != nil {
 			switch {
 			case f.Constant.Alternative:

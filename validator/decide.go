@@ -46,6 +46,21 @@ func Decide(mirrors, impl, upstream, commit string) (map[string]Decision, error)
 	return runDecider(d, t), nil
 }
 
+// DecideRepo is Decide over the clone or bare mirror at dir (what
+// `migaudit audit --source DIR` reads): the independent reading at any
+// commit (a full hash).
+func DecideRepo(dir, impl, commit string) (map[string]Decision, error) {
+	d, ok := deciders[impl]
+	if !ok {
+		return nil, fmt.Errorf("no decision rule for %s", impl)
+	}
+	t, err := openTreeAt(dir, commit)
+	if err != nil {
+		return nil, err
+	}
+	return runDecider(d, t), nil
+}
+
 // Decided lists the implementations that have a decision rule.
 func Decided() []string {
 	var out []string
