@@ -23,7 +23,11 @@ func decideQuicGo(r *reader) map[string]Decision {
 	if reset.find("smoothedRTT.Store(DefaultInitialRTT") > 0 {
 		toDefault = r.has(reset, "smoothedRTT.Store(DefaultInitialRTT", "smoothed RTT back to DefaultInitialRTT")
 	} else {
-		toDefault = r.has(reset, "r.smoothedRTT = 0", "smoothed RTT zeroed") &&
+		zero := "r.smoothedRTT = 0"
+		if reset.find("r.smoothedRTT.Store(0)") > 0 {
+			zero = "r.smoothedRTT.Store(0)" // v0.55: atomic fields
+		}
+		toDefault = r.has(reset, zero, "smoothed RTT zeroed") &&
 			r.has(r.file("internal/utils/rtt_stats.go"), "return 2 * defaultInitialRTT", "with no smoothed RTT the PTO uses defaultInitialRTT")
 	}
 	rttReset = toDefault && rttReset

@@ -27,13 +27,17 @@ func MemCommits(trees ...map[string]string) ([]*Snapshot, error) {
 	}
 	repo := &Repo{Dir: "(memory)", r: r}
 	var out []*Snapshot
+	var prev map[string]string
 	for i, files := range trees {
 		// Each commit holds exactly its tree: drop what the previous had.
-		if i > 0 {
-			if _, err := wt.Remove("."); err != nil {
-				return nil, fmt.Errorf("commit %d: clear tree: %w", i, err)
+		for p := range prev {
+			if _, ok := files[p]; !ok {
+				if _, err := wt.Remove(p); err != nil {
+					return nil, fmt.Errorf("commit %d: remove %s: %w", i, p, err)
+				}
 			}
 		}
+		prev = files
 		paths := make([]string, 0, len(files))
 		for p := range files {
 			paths = append(paths, p)

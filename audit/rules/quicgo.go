@@ -69,9 +69,15 @@ func quicgoQ1Design(design string, rttConst query.Anchor) *query.Rule {
 			rf := x.FileOf(reset.Pos)
 			var toDefault, zeroed []string
 			for _, c := range rf.CallsIn(reset.Name) {
-				if c.Name == "Store" && len(c.Args) == 1 && strings.Contains(c.Args[0].Text, rttDef.Name) {
-					toDefault = append(toDefault, strings.TrimSuffix(strings.TrimPrefix(c.Callee, "r."), ".Store"))
+				field := strings.TrimSuffix(strings.TrimPrefix(c.Callee, "r."), ".Store")
+				switch {
+				case c.Name == "Store" && len(c.Args) == 1 && strings.Contains(c.Args[0].Text, rttDef.Name):
+					toDefault = append(toDefault, field)
 					f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "assignment", ""))
+				case c.Name == "Store" && len(c.Args) == 1 && c.Args[0].Text == "0" && strings.Contains(strings.ToLower(field), "rtt"):
+					// v0.55: atomic fields, zeroed
+					zeroed = append(zeroed, field)
+					f.Evidence = append(f.Evidence, x.Evidence(c.Pos, "assignment", "zeroed"))
 				}
 			}
 			for _, a := range rf.Assigns(reset.Name) {
@@ -267,7 +273,7 @@ var quicgoConstants = &query.Rule{
 		for _, name := range []string{"DefaultInitialRTT", "defaultInitialRTT"} {
 			if r, d, ok := constVal(name); ok {
 				expr := goDurationMicros(r)
-				out.Add(x.Constant(audit.ConstDefaultRTT, expr, nil, name+" (µs)", name+" = "+r, d.Pos))
+				out.Add(x.Constant(audit.ConstDefaultRTT, expr, nil, "DefaultInitialRTT (µs)", name+" = "+r, d.Pos))
 				break
 			}
 		}
