@@ -34,7 +34,9 @@ func incomplete(f Finding) string {
 			return fmt.Sprintf("mechanism %q has %s", f.Mechanism, g.what)
 		}
 	}
-	if c := f.Constant; c != nil && c.Provenance == "" {
+	// A zero parameter is legitimate inside max(x, 0); a constant that
+	// comes out 0 because of one is a parameter the rule did not find.
+	if c := f.Constant; c != nil && c.Provenance == "" && c.Value == 0 {
 		var zero []string
 		for k, v := range c.Params {
 			if v == 0 {
