@@ -91,3 +91,12 @@ func markDisputes(fs []Finding, readings map[Question]Reading) int {
 	}
 	return n
 }
+
+// Answer is the finding that answers q in the report (the combined one
+// where roles differ), or nil.
+func (r *Report) Answer(q Question) *Finding {
+	if i := answerFinding(r.Findings, q); i >= 0 {
+		return &r.Findings[i]
+	}
+	return nil
+}
