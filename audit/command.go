@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -28,6 +30,9 @@ type Options struct {
 	Source string // --source: clone or bare mirror (else $MIGAUDIT_MIRRORS, else user cache clone)
 	Commit string // --commit: rev to audit instead of the pin
 	Format string // "table" (default) or "json"
+	// Strict fails the command when the independent reading contradicts a
+	// confident answer (DISPUTED).
+	Strict bool
 	// WriteConstants writes data/constants/<name>.json into ConstantsDir.
 	WriteConstants bool
 	ConstantsDir   string // default "data/constants"
@@ -40,8 +45,11 @@ type Report struct {
 	Commit   string    `json:"commit"`
 	Pinned   bool      `json:"pinned"` // Commit is the pin in data/implementations.json
 	Findings []Finding `json:"findings"`
-	Elapsed  string    `json:"elapsed"`
-	Error    string    `json:"error,omitempty"`
+	// Disputed counts the confident answers the validator's independent
+	// reading of the same commit contradicts.
+	Disputed int    `json:"disputed"`
+	Elapsed  string `json:"elapsed"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Audit runs the rules for one implementation at rev ("" = the pin).
@@ -51,6 +59,9 @@ func Audit(ctx context.Context, im data.Implementation, source, rev string) (*Re
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", im.Name, err)
 	}
+	if err := CheckRepository(repo, im); err != nil {
+		return nil, err
+	}
 	if rev == "" {
 		rev = im.Commit
 	}
@@ -59,7 +70,10 @@ func Audit(ctx context.Context, im data.Implementation, source, rev string) (*Re
 		return nil, fmt.Errorf("%s: %w", im.Name, err)
 	}
 	fs, err := Run(ctx, im, snap)
-	rep := &Report{Impl: im.Name, Upstream: im.Upstream, Commit: snap.Commit(), Pinned: snap.Commit() == im.Commit, Findings: fs, Elapsed: time.Since(start).Round(time.Millisecond).String()}
+	readings, rerr := independentReading(repo.Dir, im.Name, snap.Commit())
+	err = errors.Join(err, rerr)
+	rep := &Report{Impl: im.Name, Upstream: im.Upstream, Commit: snap.Commit(), Pinned: snap.Commit() == im.Commit, Findings: fs,
+		Disputed: markDisputes(fs, readings), Elapsed: time.Since(start).Round(time.Millisecond).String()}
 	if err != nil {
 		rep.Error = err.Error()
 	}
@@ -119,6 +133,9 @@ func Command(ctx context.Context, o Options, w io.Writer) error {
 	if err := Print(w, o.Format, done); err != nil {
 		return err
 	}
+	if o.Strict && firstErr == nil {
+		firstErr = strictError(done)
+	}
 	if o.WriteConstants {
 		dir := o.ConstantsDir
 		if dir == "" {
@@ -142,6 +159,21 @@ func Command(ctx context.Context, o Options, w io.Writer) error {
 		}
 	}
 	return firstErr
+}
+
+// strictError is --strict's verdict: an error when the independent reading
+// contradicts any confident answer.
+func strictError(reports []*Report) error {
+	var disputed []string
+	for _, r := range reports {
+		if r.Disputed > 0 {
+			disputed = append(disputed, fmt.Sprintf("%s at %s: %d", r.Impl, short(r.Commit), r.Disputed))
+		}
+	}
+	if len(disputed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--strict: the independent reading contradicts answers (DISPUTED) of %s", strings.Join(disputed, ", "))
 }
 
 func lookupCommit(name string) string {
@@ -182,12 +214,7 @@ func printTable(w io.Writer, r *Report) error {
 		pin = "NOT the pin"
 	}
 	fmt.Fprintf(w, "%s  %s @ %s (%s)  %d findings in %s\n", r.Impl, r.Upstream, r.Commit, pin, len(r.Findings), r.Elapsed)
-	t := tablewriter.NewTable(w,
-		tablewriter.WithHeaderAutoFormat(tw.Off), // before WithHeader, which formats at once
-		tablewriter.WithHeader([]string{"Q", "Answer", "Rule", "Mechanism / value", "Counts", "Evidence"}),
-		tablewriter.WithRowAutoWrap(tw.WrapNormal),
-		tablewriter.WithWidths(tw.CellWidth{PerColumn: tw.NewMapper[int, int]().Set(0, 16).Set(1, 12).Set(2, 26).Set(3, 64).Set(4, 36).Set(5, 48)}),
-	)
+	var rows [][]string
 	for _, f := range r.Findings {
 		mech := f.Mechanism
 		if f.Constant != nil {
@@ -199,6 +226,11 @@ func printTable(w io.Writer, r *Report) error {
 		if f.Detail != "" && f.Answer == Unknown {
 			mech += "; " + f.Detail
 		}
+		if f.Disputed != "" {
+			mech += "\nDISPUTED: " + f.Disputed
+		} else if f.Independent != "" {
+			mech += "\n(" + f.Independent + ")"
+		}
 		var ev []string
 		for i, e := range f.Evidence {
 			if i == 4 {
@@ -208,6 +240,9 @@ func printTable(w io.Writer, r *Report) error {
 			ev = append(ev, fmt.Sprintf("%s:%d %s", e.Path, e.Line, e.Kind))
 		}
 		answer := string(f.Answer)
+		if f.Disputed != "" {
+			answer += "\nDISPUTED"
+		}
 		if f.Constant != nil {
 			switch {
 			case f.Constant.Alternative:
@@ -222,11 +257,36 @@ func printTable(w io.Writer, r *Report) error {
 		if f.Role != "" && f.Role != "both" {
 			q += " " + f.Role
 		}
-		if err := t.Append([]string{q, answer, strings.TrimPrefix(f.Rule, r.Impl+"/"), mech, countsString(f.Counts), strings.Join(ev, "\n")}); err != nil {
+		rows = append(rows, []string{q, answer, strings.TrimPrefix(f.Rule, r.Impl+"/"), mech, countsString(f.Counts), strings.Join(ev, "\n")})
+	}
+	t := tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off), // before WithHeader, which formats at once
+		tablewriter.WithHeader([]string{"Q", "Answer", "Rule", "Mechanism / value", "Counts", "Evidence"}),
+		tablewriter.WithRowAutoWrap(tw.WrapNormal),
+		tablewriter.WithWidths(tw.CellWidth{PerColumn: columnWidths(rows, 16, 12, 26, 64, 36, 48)}),
+	)
+	for _, row := range rows {
+		if err := t.Append(row); err != nil {
 			return err
 		}
 	}
 	return t.Render()
+}
+
+// columnWidths widens each column to its longest word: the table wraps at
+// spaces and would cut a word longer than the column (a path:line losing
+// its last digit).
+func columnWidths(rows [][]string, base ...int) tw.Mapper[int, int] {
+	m := tw.NewMapper[int, int]()
+	for i, b := range base {
+		for _, row := range rows {
+			for _, word := range strings.Fields(row[i]) {
+				b = max(b, utf8.RuneCountInString(word)+2) // the cell pads a space each side
+			}
+		}
+		m.Set(i, b)
+	}
+	return m
 }
 
 func countsString(c map[string]int) string {

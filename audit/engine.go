@@ -94,6 +94,11 @@ func Run(ctx context.Context, im data.Implementation, src Source) ([]Finding, er
 	if len(rules) == 0 {
 		return nil, fmt.Errorf("no audit rules registered for %s", im.Name)
 	}
+	return runRules(ctx, im, src, rules)
+}
+
+// runRules is Run over a subset of im's rules.
+func runRules(ctx context.Context, im data.Implementation, src Source, rules []*Rule) ([]Finding, error) {
 	cache := &fileCache{src: src, files: map[string]*cachedFile{}}
 	var out []Finding
 	var errs []error
@@ -122,6 +127,7 @@ func Run(ctx context.Context, im data.Implementation, src Source) ([]Finding, er
 			if fs[i].Evidence == nil {
 				fs[i].Evidence = []Evidence{}
 			}
+			fs[i] = guardText(fs[i], src.Commit())
 		}
 		out = append(out, fs...)
 	}

@@ -89,6 +89,12 @@ type Finding struct {
 	// Counts are the structural tallies the answer rests on, e.g.
 	// {"call_sites": 6, "handlers": 7}.
 	Counts map[string]int `json:"counts,omitempty"`
+	// Disputed is set when the validator's independent reading of the same
+	// commit gives another confident answer: "the independent reading says
+	// NO (facts)". Independent notes a reading that differs without
+	// contradicting (one side UNKNOWN).
+	Disputed    string `json:"disputed,omitempty"`
+	Independent string `json:"independent,omitempty"`
 	// Constant is set for Const* questions.
 	Constant *ConstantFinding `json:"constant,omitempty"`
 	Evidence []Evidence       `json:"evidence"`

@@ -46,6 +46,21 @@ func Decide(mirrors, impl, upstream, commit string) (map[string]Decision, error)
 	return runDecider(d, t), nil
 }
 
+// DecideRepo is Decide over the clone or bare mirror at dir (what
+// `migaudit audit --source DIR` reads): the independent reading at any
+// commit (a full hash).
+func DecideRepo(dir, impl, commit string) (map[string]Decision, error) {
+	d, ok := deciders[impl]
+	if !ok {
+		return nil, fmt.Errorf("no decision rule for %s", impl)
+	}
+	t, err := openTreeAt(dir, commit)
+	if err != nil {
+		return nil, err
+	}
+	return runDecider(d, t), nil
+}
+
 // Decided lists the implementations that have a decision rule.
 func Decided() []string {
 	var out []string
@@ -66,6 +81,33 @@ func runDecider(d decider, t *sourceTree) map[string]Decision {
 		out[q] = dec
 	}
 	return out
+}
+
+// combineRoles is the schema's rule for per-role answers: unanimous roles
+// give that answer; roles that differ give ASYMMETRIC when one complies and
+// ROLE_DEPENDENT otherwise; N/A and NOT_SUPPORTED roles do not count unless
+// every role is one.
+func combineRoles(roles map[string]string) string {
+	vals := map[string]bool{}
+	all := map[string]bool{}
+	for _, v := range roles {
+		all[v] = true
+		if v != "N/A" && v != "NOT_SUPPORTED" {
+			vals[v] = true
+		}
+	}
+	if len(vals) == 0 {
+		vals = all
+	}
+	if len(vals) == 1 {
+		for v := range vals {
+			return v
+		}
+	}
+	if vals["YES"] {
+		return "ASYMMETRIC"
+	}
+	return "ROLE_DEPENDENT"
 }
 
 // reader reads facts out of one source tree and keeps the record of what

@@ -62,30 +62,3 @@ func decideLsquic(r *reader) map[string]Decision {
 	}
 	return out
 }
-
-// combineRoles is the schema's rule for per-role answers: unanimous roles
-// give that answer; roles that differ give ASYMMETRIC when one complies and
-// ROLE_DEPENDENT otherwise; N/A and NOT_SUPPORTED roles do not count unless
-// every role is one.
-func combineRoles(roles map[string]string) string {
-	vals := map[string]bool{}
-	all := map[string]bool{}
-	for _, v := range roles {
-		all[v] = true
-		if v != "N/A" && v != "NOT_SUPPORTED" {
-			vals[v] = true
-		}
-	}
-	if len(vals) == 0 {
-		vals = all
-	}
-	if len(vals) == 1 {
-		for v := range vals {
-			return v
-		}
-	}
-	if vals["YES"] {
-		return "ASYMMETRIC"
-	}
-	return "ROLE_DEPENDENT"
-}

@@ -17,7 +17,18 @@ func decidePicoquic(r *reader) map[string]Decision {
 	sites, err := findSites(r.t, sym, "notification")
 	rc := countReach(sites, "notification")
 	hdr := r.file("picoquic/picoquic.h")
+	// Before the tuple structure (2025-03) a new address had its own path
+	// object, and promoting it to the default ran the algorithm's init.
+	tuples := r.file("picoquic/picoquic_internal.h").find("} picoquic_tuple_t;") > 0
+	promote := r.fn("picoquic/quicctx.c", "void picoquic_promote_path_to_default(")
 	switch {
+	case !tuples && promote.ok():
+		r.facts = append(r.facts, "no picoquic_tuple_t: a path object per address")
+		if r.has(promote, "->alg_init(path_x", "promotion to the default path runs alg_init on the new path") {
+			out["Q1"] = r.decide("YES", nil)
+		} else {
+			out["Q1"] = r.decide("NO", nil)
+		}
 	case err != nil || !r.has(hdr, sym, "reset notification declared"):
 		out["Q1"] = r.decide("UNKNOWN", nil)
 	case len(rc.Calls) == 0:
@@ -29,9 +40,18 @@ func decidePicoquic(r *reader) map[string]Decision {
 	}
 
 	frames := r.file("picoquic/frames.c")
+	if !tuples && frames.find("path_x->smoothed_rtt == PICOQUIC_INITIAL_RTT") > 0 {
+		// Pre-tuple shape: the challenge round trip seeds a path that has
+		// no sample yet, which a new path never has.
+		if r.has(frames, "picoquic_update_path_rtt(cnx, path_x, path_x, path_x->challenge_time_first,", "path-challenge round trip seeds the new path's RTT while it has no sample") {
+			out["Q2"] = r.decide("YES", nil)
+		}
+	}
 	challenge := r.has(frames, "-1, tuple->challenge_time_first", "path-challenge round trip passed to picoquic_update_path_rtt with epoch -1")
 	guard := r.has(r.file("picoquic/timing.c"), "(!old_path->rtt_is_initialized || epoch >= 0)", "RTT update guarded by !rtt_is_initialized || epoch >= 0")
 	switch {
+	case out["Q2"].Answer != "":
+		r.facts = nil
 	case challenge && guard:
 		out["Q2"] = r.decide("INERT", nil)
 	case challenge:

@@ -16,7 +16,21 @@ func decideQuicGo(r *reader) map[string]Decision {
 	r.body(mig, "MigratedPath defined")
 	rttReset := r.has(mig, "h.rttStats.ResetForPathMigration()", "MigratedPath resets the RTT estimator")
 	reset := r.fn("internal/utils/rtt_stats.go", "func (r *RTTStats) ResetForPathMigration(")
-	rttReset = r.has(reset, "smoothedRTT.Store(DefaultInitialRTT", "smoothed RTT back to DefaultInitialRTT") && rttReset
+	// Two shapes of the reset: the pin stores DefaultInitialRTT; v0.50 to
+	// v0.55 zero the fields, and PTO falls back to defaultInitialRTT while
+	// the smoothed RTT is 0.
+	var toDefault bool
+	if reset.find("smoothedRTT.Store(DefaultInitialRTT") > 0 {
+		toDefault = r.has(reset, "smoothedRTT.Store(DefaultInitialRTT", "smoothed RTT back to DefaultInitialRTT")
+	} else {
+		zero := "r.smoothedRTT = 0"
+		if reset.find("r.smoothedRTT.Store(0)") > 0 {
+			zero = "r.smoothedRTT.Store(0)" // v0.55: atomic fields
+		}
+		toDefault = r.has(reset, zero, "smoothed RTT zeroed") &&
+			r.has(r.file("internal/utils/rtt_stats.go"), "return 2 * defaultInitialRTT", "with no smoothed RTT the PTO uses defaultInitialRTT")
+	}
+	rttReset = toDefault && rttReset
 	ccReset := r.has(mig, "h.congestion = congestion.NewCubicSender(", "MigratedPath installs a new controller")
 	switch {
 	case !called || !mig.ok():

@@ -38,6 +38,11 @@ func openTree(mirrors, upstream, commit string) (*sourceTree, error) {
 	if err != nil {
 		return nil, err
 	}
+	return openTreeAt(dir, commit)
+}
+
+// openTreeAt reads commit out of the clone or bare mirror at dir.
+func openTreeAt(dir, commit string) (*sourceTree, error) {
 	repo, err := git.PlainOpen(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", errNoSource, dir, err)

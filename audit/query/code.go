@@ -50,9 +50,39 @@ func open(p *audit.Pass, lang syntax.Lang, keepTests bool, patterns ...string) (
 func (c *Code) Def(a Anchor) syntax.Def {
 	d, ok := c.Lookup(a)
 	if !ok {
-		c.Missing(a.String())
+		c.Missing(a.String() + c.elsewhere(a))
 	}
 	return d
+}
+
+// owners splits an anchor's owner alternatives ("Loss|LossRecovery": the
+// type was renamed); "" is any owner.
+func owners(o string) []string { return strings.Split(o, "|") }
+
+// elsewhere says where an absent method's name is defined under another
+// owner: the true reason is then a renamed type, not a missing function.
+func (c *Code) elsewhere(a Anchor) string {
+	if (a.kind != method && a.kind != funcIn) || a.Owner == "" {
+		return ""
+	}
+	var on []string
+	seen := map[string]bool{}
+	for _, f := range c.Set {
+		if a.kind == funcIn && f.Path != a.Path {
+			continue
+		}
+		for _, d := range f.Funcs() {
+			o := strings.TrimPrefix(d.Owner, "*")
+			if d.Name == a.Name && o != "" && !seen[o] {
+				seen[o] = true
+				on = append(on, o)
+			}
+		}
+	}
+	if len(on) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (type %s absent there; %s is defined on %s: a renamed type may hold it)", strings.ReplaceAll(a.Owner, "|", " / "), a.Name, strings.Join(on, ", "))
 }
 
 // Find is Def with a flag: false when the anchor is absent (and recorded).
@@ -96,15 +126,19 @@ func (c *Code) resolve(a Anchor) (syntax.Def, bool) {
 			return fs[0], true
 		}
 	case method:
-		for _, f := range c.Set {
-			if d, ok := f.Func(a.Name, a.Owner); ok {
-				return d, true
+		for _, owner := range owners(a.Owner) {
+			for _, f := range c.Set {
+				if d, ok := f.Func(a.Name, owner); ok {
+					return d, true
+				}
 			}
 		}
 	case funcIn:
 		if f := c.File(a.Path); f != nil {
-			if d, ok := f.Func(a.Name, a.Owner); ok {
-				return d, true
+			for _, owner := range owners(a.Owner) {
+				if d, ok := f.Func(a.Name, owner); ok {
+					return d, true
+				}
 			}
 			if f.Lang == syntax.C || f.Lang == syntax.Cpp {
 				return CFuncByText(f, a.Name)
@@ -120,6 +154,19 @@ func (c *Code) resolve(a Anchor) (syntax.Def, bool) {
 		}
 	case constant:
 		return c.Const(a.Name)
+	case typ, field, enumerator:
+		want := map[anchorKind][]syntax.DefKind{typ: {syntax.DefStruct, syntax.DefEnum, syntax.DefType},
+			field: {syntax.DefField}, enumerator: {syntax.DefEnumerator}}[a.kind]
+		for _, d := range c.Set.Defs(a.Name) {
+			if a.Owner != "" && strings.TrimPrefix(d.Owner, "*") != a.Owner {
+				continue
+			}
+			for _, k := range want {
+				if d.Kind == k {
+					return d, true
+				}
+			}
+		}
 	}
 	return syntax.Def{}, false
 }

@@ -49,7 +49,9 @@
 //
 // # What a decision reads (*Code)
 //
-//	anchors     Func, Method, FuncIn, FreeFuncIn, Const; x.Needed(), x.Defs(list...), x.Def, x.Find (record absence), x.Lookup,
+//	anchors     Func, Method, FuncIn, FreeFuncIn, Const, Type, Field, Enumerator (.Hint(why) for the absence; an owner
+//	            "Old|New" accepts a renamed type); Choose(rules...) picks the first design (Rule.Design) whose Needs exist;
+//	            x.Needed(), x.Defs(list...), x.Def, x.Find (record absence), x.Lookup,
 //	            x.Opt (do not); a role reader shared by rules declares var <reader>Needs, the rules Join it into their Needs
 //	calls       x.Calls(name), x.CallsIn(def, name), x.CallIn(def, name, substrings...), x.AllCallsIn(def);
 //	            Call.Guards (innermost first), query.GuardText, GuardedBy, UnderCase, InFunc, Direct, Live, Filter

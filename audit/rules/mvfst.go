@@ -200,6 +200,10 @@ var mvQ3 = &query.Rule{
 	Name: "mvfst/q3", Question: audit.Q3, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
 	Doc: "Are ACKs / losses of old-path packets attributed by OutstandingPacket pathId?",
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		if x.File(mvAck) == nil {
+			x.Missing("file " + mvAck)
+			return x.Absence()
+		}
 		ack, ok := x.Lookup(query.FuncIn(mvAck, "updateRttForLargestAckedPacket", ""))
 		if !ok {
 			for _, c := range x.File(mvAck).Calls("updateRtt") {

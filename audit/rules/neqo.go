@@ -148,7 +148,7 @@ var neqoQ2 = &query.Rule{
 var neqoQ3 = &query.Rule{
 	Name: "neqo/q3", Question: audit.Q3, Role: query.Both, Files: neqoFiles,
 	Doc:   "Where is the primary-path flag cleared (Loss::migrate call sites) and which accounting does it gate?",
-	Needs: []query.Anchor{query.FuncIn(neqoRec, "migrate", "Loss"), query.FuncIn(neqoRec, "on_ack_received", "Loss"), query.FuncIn(neqoConn, "handle_migration", "Connection"), query.FuncIn(neqoCC, "on_packets_acked", "ClassicCongestionController"), query.FuncIn(neqoCC, "on_packets_lost", "ClassicCongestionController"), query.FuncIn(neqoCC, "on_packet_sent", "ClassicCongestionController")},
+	Needs: []query.Anchor{query.FuncIn(neqoRec, "migrate", "Loss|LossRecovery"), query.FuncIn(neqoRec, "on_ack_received", "Loss|LossRecovery"), query.FuncIn(neqoConn, "handle_migration", "Connection"), query.FuncIn(neqoCC, "on_packets_acked", "ClassicCongestionController|ClassicCongestionControl"), query.FuncIn(neqoCC, "on_packets_lost", "ClassicCongestionController|ClassicCongestionControl"), query.FuncIn(neqoCC, "on_packet_sent", "ClassicCongestionController|ClassicCongestionControl")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		lm, oar, hm, acked, lost, sent := n[0], n[1], n[2], n[3], n[4], n[5]
@@ -206,7 +206,7 @@ var neqoQ3 = &query.Rule{
 var neqoConstants = &query.Rule{
 	Name: "neqo/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: neqoFiles,
 	Doc:   "cwnd_initial(plpmtu), cwnd_min, Cubic beta (dividend/divisor), DEFAULT_INITIAL_RTT.",
-	Needs: []query.Anchor{query.FreeFuncIn(neqoCC, "cwnd_initial"), query.FuncIn(neqoCC, "cwnd_min", "ClassicCongestionController"), query.FuncIn("neqo-transport/src/pmtud.rs", "header_size", "Pmtud")},
+	Needs: []query.Anchor{query.FreeFuncIn(neqoCC, "cwnd_initial"), query.FuncIn(neqoCC, "cwnd_min", "ClassicCongestionController|ClassicCongestionControl"), query.FuncIn("neqo-transport/src/pmtud.rs", "header_size", "Pmtud")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		ci, cm, hs := n[0], n[1], n[2]

@@ -30,8 +30,59 @@ func init() {
 	query.Register("picoquic", picoResetDispatch, picoPathValidation, picoQ2, picoQ3, picoConstants)
 }
 
-var picoResetDispatch = &query.Rule{
-	Name: "picoquic/reset-notification", Question: audit.Q1, Role: query.Both, Files: picoFiles,
+// picoTuples is the anchor of the design since 2025-03 ("introduce tuple
+// structure"): a migration attaches a tuple to the same path object. Before
+// it, a new address got its own path object, promoted on validation.
+var picoTuples = query.Type("picoquic_tuple_t").Hint("before 2025-03 picoquic creates a path object per address and promotes it on validation")
+
+// Q1 per design: with tuples the path keeps its congestion state and the
+// reset notification is the only way back (never dispatched); before tuples
+// the promotion runs alg_init on a fresh path.
+var picoResetDispatch = query.Choose(picoResetTuples, picoPromotePath)
+
+var picoPromotePath = &query.Rule{
+	Name: "picoquic/reset-notification", Question: audit.Q1, Role: query.Both, Files: picoFiles, Design: "a path object per address, promoted on validation",
+	Doc: "A packet from a new address creates a new path object (picoquic_create_path: its own RTT estimator and " +
+		"window); once validated, picoquic_promote_path_to_default runs the algorithm's alg_init on it and swaps it into path[0].",
+	Needs: []query.Anchor{query.FuncIn("picoquic/quicctx.c", "picoquic_promote_path_to_default", ""), query.FuncIn("picoquic/quicctx.c", "picoquic_create_path", "")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		n := x.Needed()
+		promote, create := n[0], n[1]
+		f := x.Answer(query.Both, audit.Yes)
+		f.Rule = "picoquic/promote-path"
+		f.Evidence = append(f.Evidence, x.Evidence(promote.Pos, "definition", ""))
+		inits := x.CallsIn(promote, "alg_init")
+		f.Evidence = append(f.Evidence, x.CallEvidence(inits, "call", "congestion state initialised for the promoted path")...)
+		promotions := query.Live(x.Calls(promote.Name))
+		f.Evidence = append(f.Evidence, x.CallEvidence(promotions, "call", "")...)
+		var creates []syntax.Call
+		for _, c := range x.Calls(create.Name) {
+			if c.Func != "picoquic_create_cnx" && !strings.Contains(c.Func, "create_cnx") {
+				creates = append(creates, c)
+			}
+		}
+		f.Evidence = append(f.Evidence, x.CallEvidence(creates, "call", "new path object for a new address")...)
+		f.Counts["alg_init_in_promotion"] = len(inits)
+		f.Counts["promotion_sites"] = len(promotions)
+		f.Counts["path_creations"] = len(creates)
+		switch {
+		case len(inits) > 0 && len(promotions) > 0 && len(creates) > 0:
+			f.Mechanism = fmt.Sprintf("a new address gets a new path object (%s of %s: fresh RTT and window); validation promotes it through %s (%s), which runs alg_init on it",
+				query.Plural(len(creates), "call site"), create.Name, promote.Name, query.Plural(len(promotions), "call site"))
+		case len(promotions) == 0:
+			f.Answer = audit.Inert
+			f.Mechanism = promote.Name + " runs alg_init but is never called"
+		default:
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("%s: %d alg_init calls, %d call sites; %s: %d call sites", promote.Name, len(inits), len(promotions), create.Name, len(creates))
+		}
+		return []audit.Finding{f}, nil
+	},
+}
+
+var picoResetTuples = &query.Rule{
+	Name: "picoquic/reset-notification", Question: audit.Q1, Role: query.Both, Files: picoFiles, Design: "tuples inside one path object",
+	Needs: []query.Anchor{picoTuples},
 	Doc: "Counts the congestion algorithms (picoquic_congestion_algorithm_t initialisers) whose notify " +
 		"callback handles picoquic_congestion_notification_reset, and every dispatch through the " +
 		"alg_notify callback by notification value: a handled but never dispatched reset is a dead hook.",
@@ -134,7 +185,7 @@ var picoPathValidation = &query.Rule{
 	Name: "picoquic/path-validation", Question: audit.Q1, Role: "", Files: picoFiles,
 	Doc: "Lists what the PATH_RESPONSE handler calls and assigns: RTT and MTU updates, no congestion " +
 		"control; and where the window is re-initialised to PICOQUIC_CWIN_INITIAL (setup and new-path creation only).",
-	Needs: []query.Anchor{query.Func(picoPathResponse)},
+	Needs: []query.Anchor{query.Func(picoPathResponse), picoTuples},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		fn := x.Needed()[0]
 		file := x.FileOf(fn.Pos)

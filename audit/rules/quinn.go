@@ -187,9 +187,19 @@ var quinnQ3 = &query.Rule{
 		n := x.Needed()
 		rif, acked, ackr, lost := n[0], n[1], n[2], n[3]
 		var as []query.Aspect
-		// bytes in flight: PathData::remove_in_flight returns early for another generation.
+		// bytes in flight: PathData::remove_in_flight returns early for
+		// another generation (pin), or for packet numbers below the path's
+		// first_packet watermark (0.11.x): either keeps old-path packets out.
+		marker := ""
 		if c, ok := x.CondIn(rif, "path_generation", "generation"); ok {
+			marker = "per-packet path generation (SentPacket.path_generation)"
+			if _, ok := x.Lookup(query.Field("SentPacket", "path_generation")); !ok {
+				marker = "path generation"
+			}
 			as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "PathData::remove_in_flight ignores packets of another path generation", Ev: []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}})
+		} else if c, ok := x.CondIn(rif, "first_packet", "pn"); ok {
+			marker = "first-packet watermark (PathData.first_packet)"
+			as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "PathData::remove_in_flight ignores packets numbered before the path's first_packet watermark (`" + c.Text + "`)", Ev: []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}})
 		} else {
 			as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "remove_in_flight has no path-generation gate", Ev: []audit.Evidence{x.Evidence(rif.Pos, "definition", "")}})
 		}
@@ -225,7 +235,11 @@ var quinnQ3 = &query.Rule{
 		// Migrating endpoint: the client keeps its PathData, so there is no new path to protect.
 		mv := quinnMigrating(x)
 		mv.Mechanism = "the client keeps the same PathData across a Rebind (no new path generation), so old-path packets keep feeding its RTT and congestion state"
-		return x.Q3PerRole("per-packet path generation (SentPacket.path_generation) checked in PathData::remove_in_flight", as, mv), nil
+		obs := "no per-packet path marker in PathData::remove_in_flight"
+		if marker != "" {
+			obs = marker + " checked in PathData::remove_in_flight"
+		}
+		return x.Q3PerRole(obs, as, mv), nil
 	},
 }
 

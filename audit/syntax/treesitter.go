@@ -197,130 +197,54 @@ func (ix *tsIndexer) walk(n *Node, ctx tsCtx) {
 	}
 }
 
-// define records definitions and updates ctx when entering a function.
+// define records definitions and updates ctx when entering a function;
+// the kinds of each language are read in treesitter_<lang>.go.
 func (ix *tsIndexer) define(n *Node, ctx *tsCtx) {
 	f := ix.f
-	add := func(nameNode *Node, kind DefKind, owner, value string) {
-		if nameNode == nil {
-			return
-		}
-		d := Def{Pos: Pos{Path: f.Path, Line: nameNode.Line, EndLine: n.EndLine}, Name: lastIdent(f.Text(nameNode)), Kind: kind, Owner: owner, Value: value, Test: ctx.test}
-		f.defs = append(f.defs, d)
-	}
-	addFunc := func(nameNode, body *Node, owner string) {
-		if nameNode == nil {
-			return
-		}
-		d := Def{Pos: Pos{Path: f.Path, Line: nameNode.Line, EndLine: n.EndLine}, Name: lastIdent(f.Text(nameNode)), Kind: DefFunction, Owner: owner, Params: params(f, n), Test: ctx.test}
-		if body != nil {
-			d.Body, d.BodyStart = f.Text(body), body.Line
-			d.Empty = isEmptyBody(body)
-		} else {
-			d.Kind = DefPrototype
-		}
-		f.defs = append(f.defs, d)
-		if body != nil {
-			f.funcs = append(f.funcs, d)
-			ctx.fn, ctx.owner, ctx.guards = d.Name, owner, nil
-		}
-	}
+	d := definer{ix: ix, n: n, ctx: ctx}
 	switch f.Lang {
 	case C, Cpp:
-		switch n.Kind {
-		case "function_definition":
-			nm := declName(n.Child("declarator"))
-			owner := ""
-			if nm != nil && nm.Parent != nil && nm.Parent.Kind == "qualified_identifier" {
-				owner = f.Text(nm.Parent.Child("scope"))
-			}
-			if owner == "" {
-				owner = enclosingClass(f, n)
-			}
-			addFunc(nm, n.Child("body"), owner)
-		case "declaration", "field_declaration":
-			for _, d := range n.Children {
-				if d.Field != "declarator" {
-					continue
-				}
-				nm := declName(d)
-				switch {
-				case d.Kind == "function_declarator" && n.Kind == "field_declaration" && d.Child("declarator") != nil && identKinds[d.Child("declarator").Kind]:
-					// a C++ method declared in its class
-					add(nm, DefPrototype, enclosingClass(f, n), "")
-				case hasKind(d, "function_declarator") && n.Kind == "field_declaration":
-					// a function-pointer field (vtable slot)
-					add(nm, DefField, enclosingClass(f, n), "")
-				case hasKind(d, "function_declarator"):
-					add(nm, DefPrototype, enclosingClass(f, n), "")
-				case n.Kind == "field_declaration":
-					add(nm, DefField, enclosingClass(f, n), "")
-				default:
-					val := ""
-					if d.Kind == "init_declarator" {
-						val = oneLine([]byte(f.Text(d.Child("value"))))
-					}
-					kind := DefVar
-					if strings.Contains(f.Text(n)[:max(0, d.Start-n.Start)], "const") {
-						kind = DefConst
-					}
-					add(nm, kind, "", val)
-				}
-			}
-		case "struct_specifier", "class_specifier", "union_specifier":
-			if n.Child("body") != nil {
-				add(n.Child("name"), DefStruct, "", "")
-			}
-		case "enum_specifier":
-			if n.Child("body") != nil {
-				add(n.Child("name"), DefEnum, "", "")
-			}
-		case "enumerator":
-			add(n.Child("name"), DefEnumerator, enumOwner(f, n), oneLine([]byte(f.Text(n.Child("value")))))
-		case "preproc_def", "preproc_function_def":
-			add(n.Child("name"), DefMacro, "", oneLine([]byte(f.Text(n.Child("value")))))
-		case "type_definition":
-			add(declName(n.Child("declarator")), DefType, "", "")
-		}
+		d.c()
 	case Rust:
-		switch n.Kind {
-		case "function_item":
-			addFunc(n.Child("name"), n.Child("body"), rustOwner(f, n))
-		case "function_signature_item":
-			add(n.Child("name"), DefPrototype, rustOwner(f, n), "")
-		case "struct_item", "union_item":
-			add(n.Child("name"), DefStruct, "", "")
-		case "enum_item":
-			add(n.Child("name"), DefEnum, "", "")
-		case "enum_variant":
-			add(n.Child("name"), DefEnumerator, enumOwner(f, n), oneLine([]byte(f.Text(n.Child("value")))))
-		case "field_declaration":
-			add(n.Child("name"), DefField, rustStructName(f, n), "")
-		case "const_item", "static_item":
-			add(n.Child("name"), DefConst, rustOwner(f, n), oneLine([]byte(f.Text(n.Child("value")))))
-		case "macro_definition":
-			add(n.Child("name"), DefMacro, "", "")
-		case "type_item":
-			add(n.Child("name"), DefType, "", "")
-		case "trait_item":
-			add(n.Child("name"), DefType, "", "")
-		}
+		d.rust()
 	case Python:
-		switch n.Kind {
-		case "function_definition":
-			owner := ""
-			for p := n.Parent; p != nil; p = p.Parent {
-				if p.Kind == "class_definition" {
-					owner = f.Text(p.Child("name"))
-					break
-				}
-				if p.Kind == "function_definition" {
-					break
-				}
-			}
-			addFunc(n.Child("name"), n.Child("body"), owner)
-		case "class_definition":
-			add(n.Child("name"), DefStruct, "", "")
-		}
+		d.python()
+	}
+}
+
+// definer records the definitions node n makes (one per language file).
+type definer struct {
+	ix  *tsIndexer
+	n   *Node
+	ctx *tsCtx
+}
+
+// add records a definition named by nameNode.
+func (d definer) add(nameNode *Node, kind DefKind, owner, value string) {
+	if nameNode == nil {
+		return
+	}
+	f := d.ix.f
+	f.defs = append(f.defs, Def{Pos: Pos{Path: f.Path, Line: nameNode.Line, EndLine: d.n.EndLine}, Name: lastIdent(f.Text(nameNode)), Kind: kind, Owner: owner, Value: value, Test: d.ctx.test})
+}
+
+// addFunc records a function (a prototype without body) and enters it.
+func (d definer) addFunc(nameNode, body *Node, owner string) {
+	if nameNode == nil {
+		return
+	}
+	f := d.ix.f
+	def := Def{Pos: Pos{Path: f.Path, Line: nameNode.Line, EndLine: d.n.EndLine}, Name: lastIdent(f.Text(nameNode)), Kind: DefFunction, Owner: owner, Params: params(f, d.n), Test: d.ctx.test}
+	if body != nil {
+		def.Body, def.BodyStart = f.Text(body), body.Line
+		def.Empty = isEmptyBody(body)
+	} else {
+		def.Kind = DefPrototype
+	}
+	f.defs = append(f.defs, def)
+	if body != nil {
+		f.funcs = append(f.funcs, def)
+		d.ctx.fn, d.ctx.owner, d.ctx.guards = def.Name, owner, nil
 	}
 }
 
@@ -589,121 +513,6 @@ func (ix *tsIndexer) classify(n *Node) Mention {
 	return Mention{Kind: MentionReference}
 }
 
-func initializerContext(f *File, q, child *Node) string {
-	switch q.Kind {
-	case "initializer_pair":
-		return f.Text(q.Child("designator"))
-	case "field_initializer":
-		return f.Text(q.Child("field"))
-	}
-	// positional initializer: "[i]" of the enclosing declaration
-	idx := 0
-	for _, a := range q.Children {
-		if a == child {
-			break
-		}
-		if a.Named && !isCommentKind(a.Kind) {
-			idx++
-		}
-	}
-	return fmt.Sprintf("[%d]", idx)
-}
-
-func isDeclaratorKind(k string) bool {
-	switch k {
-	case "function_declarator", "pointer_declarator", "parenthesized_declarator", "array_declarator",
-		"reference_declarator", "init_declarator", "qualified_identifier", "attributed_declarator":
-		return true
-	}
-	return false
-}
-
-// declName finds the identifier a C declarator declares.
-func declName(d *Node) *Node {
-	for d != nil {
-		switch d.Kind {
-		case "identifier", "field_identifier", "type_identifier", "destructor_name", "operator_name", "primitive_type":
-			return d
-		case "qualified_identifier":
-			if nm := d.Child("name"); nm != nil {
-				if nm.Kind == "qualified_identifier" {
-					d = nm
-					continue
-				}
-				return nm
-			}
-			return nil
-		}
-		nx := d.Child("declarator")
-		if nx == nil {
-			// parenthesized_declarator has no field
-			for _, c := range d.Children {
-				if c.Named {
-					nx = c
-					break
-				}
-			}
-		}
-		d = nx
-	}
-	return nil
-}
-
-func hasKind(n *Node, kind string) bool {
-	found := false
-	n.Walk(func(x *Node) bool {
-		if found {
-			return false
-		}
-		if x.Kind == kind {
-			found = true
-			return false
-		}
-		// do not look into parameter lists of function-pointer parameters
-		return x.Kind != "parameter_list"
-	})
-	return found
-}
-
-func enclosingClass(f *File, n *Node) string {
-	for p := n.Parent; p != nil; p = p.Parent {
-		switch p.Kind {
-		case "struct_specifier", "class_specifier", "union_specifier":
-			return f.Text(p.Child("name"))
-		case "function_definition":
-			return ""
-		}
-	}
-	return ""
-}
-
-func rustOwner(f *File, n *Node) string {
-	for p := n.Parent; p != nil; p = p.Parent {
-		switch p.Kind {
-		case "impl_item":
-			t := f.Text(p.Child("type"))
-			if i := strings.IndexByte(t, '<'); i > 0 {
-				t = t[:i]
-			}
-			return t
-		case "trait_item":
-			return f.Text(p.Child("name"))
-		case "function_item":
-			return ""
-		}
-	}
-	return ""
-}
-
-func rustStructName(f *File, n *Node) string {
-	for p := n.Parent; p != nil; p = p.Parent {
-		if p.Kind == "struct_item" || p.Kind == "enum_variant" || p.Kind == "union_item" {
-			return f.Text(p.Child("name"))
-		}
-	}
-	return ""
-}
-
 // calleeName is the last identifier of a callee expression.
 func calleeName(f *File, fn *Node) string {
 	if fn == nil {
@@ -832,33 +641,4 @@ func params(f *File, fn *Node) []string {
 		}
 	}
 	return out
-}
-
-// rustTestOnly reports whether item n carries #[cfg(test)] or #[test] (its
-// attributes are the preceding attribute_item siblings).
-func rustTestOnly(f *File, n *Node) bool {
-	p := n.Parent
-	if p == nil {
-		return false
-	}
-	idx := -1
-	for i, c := range p.Children {
-		if c == n {
-			idx = i
-		}
-	}
-	for i := idx - 1; i >= 0; i-- {
-		c := p.Children[i]
-		if isCommentKind(c.Kind) {
-			continue
-		}
-		if c.Kind != "attribute_item" {
-			break
-		}
-		t := strings.ReplaceAll(f.Text(c), " ", "")
-		if t == "#[test]" || strings.HasPrefix(t, "#[cfg(test)") || strings.Contains(t, "tokio::test") {
-			return true
-		}
-	}
-	return false
 }

@@ -33,9 +33,10 @@ else a clone in the user cache directory (needs network on first use).`,
 	f.StringVar(&o.Source, "source", "", "clone or bare mirror to read (default: $MIGAUDIT_MIRRORS or a cached clone)")
 	f.StringVar(&o.Commit, "commit", "", "commit, short hash or tag to audit instead of the pin")
 	f.StringVar(&o.Format, "format", "table", "output format: table or json")
+	f.BoolVar(&o.Strict, "strict", false, "exit non-zero when the validator's independent reading contradicts an answer (DISPUTED)")
 	f.BoolVar(&o.WriteConstants, "write-constants", false, "write data/constants/<name>.json from the constant findings (pinned commit only)")
 	f.StringVar(&o.ConstantsDir, "constants-dir", "data/constants", "where --write-constants writes")
-	cmd.AddCommand(newAuditDiffCmd())
+	cmd.AddCommand(newAuditDiffCmd(), newAuditHistoryCmd())
 	return cmd
 }
 
@@ -54,6 +55,26 @@ func newAuditDiffCmd() *cobra.Command {
 	f.StringVar(&o.Source, "source", "", "clone or bare mirror to read")
 	f.StringVar(&o.From, "from", "", "older commit or tag")
 	f.StringVar(&o.To, "to", "", "newer commit or tag")
+	f.StringVar(&o.Format, "format", "table", "output format: table or json")
+	return cmd
+}
+
+func newAuditHistoryCmd() *cobra.Command {
+	var o audit.HistoryOptions
+	cmd := &cobra.Command{
+		Use:   "history --impl NAME [--since TAG] [--every N]",
+		Short: "Answers and constants across release tags, and the commit where each answer changed",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return audit.History(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Impl, "impl", "", "implementation name")
+	f.StringVar(&o.Source, "source", "", "clone or bare mirror to read")
+	f.StringVar(&o.Since, "since", "", "oldest tag (later tags of its shape follow in version order)")
+	f.IntVar(&o.Every, "every", 0, "audit every Nth first-parent commit from --since to HEAD instead of tags")
+	f.IntVar(&o.Workers, "workers", 0, "parallel audits (default: number of CPUs)")
 	f.StringVar(&o.Format, "format", "table", "output format: table or json")
 	return cmd
 }

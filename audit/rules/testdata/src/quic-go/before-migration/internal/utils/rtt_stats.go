@@ -1,0 +1,3 @@
+package utils
+
+const defaultInitialRTT = 100 * time.Millisecond

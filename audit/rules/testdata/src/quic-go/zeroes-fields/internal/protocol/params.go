@@ -1,0 +1,3 @@
+package protocol
+
+const InitialPacketSize = 1280
