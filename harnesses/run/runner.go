@@ -59,6 +59,9 @@ type Options struct {
 	// SPOILED (its emulation fidelity did not hold in the verdict's
 	// window): 0 means DefaultRetries, a negative value none.
 	Retries int
+	// NoCapture turns off the wire capture (WireFile) every repetition
+	// otherwise gets when the network can record it (--capture=false).
+	NoCapture bool
 }
 
 // DefaultRetries is how many times a spoiled repetition is re-run.
@@ -253,7 +256,10 @@ type Manifest struct {
 	// and the host stalls, over the whole repetition and the verdict's
 	// window, with the rule applied (see docs/testbed.md).
 	Fidelity *Fidelity `json:"fidelity,omitempty"`
-	Status   string    `json:"status"` // VALID, INVALID, FAILED, SPOILED
+	// Capture is the record of WireFile, the emulator's capture of every
+	// datagram (docs/wire.md).
+	Capture *Capture `json:"capture,omitempty"`
+	Status  string   `json:"status"` // VALID, INVALID, FAILED, SPOILED
 	// SpoiledReason says why a SPOILED repetition does not count.
 	SpoiledReason string `json:"spoiled_reason,omitempty"`
 	Error         string `json:"error,omitempty"`
@@ -324,6 +330,7 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 		}
 		_ = bar.Set64(done)
 	}
+	wire := startWireCapture(o, netw, stderr)
 	res, err := h.RunRep(ctx, RepEnv{Net: netw, Scenario: o.Scenario, CC: o.CC, Transfer: o.Transfer, MigrateAt: o.MigrateAt,
 		BackAfter: o.BackAfter, Dir: dir, Index: i, SelfExe: o.SelfExe, Progress: progress})
 	barMu.Lock()
@@ -332,6 +339,7 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 	}
 	barMu.Unlock()
 	man.End = time.Now().UTC()
+	man.Capture = wire.finish(dir, res)
 	man.Result = res
 	man.Version = res.Version
 	man.CountersAfter, _ = netw.Counters()
