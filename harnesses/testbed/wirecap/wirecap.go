@@ -77,8 +77,11 @@ type Policy struct {
 	// HeaderBytes kept after the UDP header of a cut datagram.
 	HeaderBytes int
 	// FirstWhole: the first datagrams of each link direction are kept
-	// whole (the handshake's 1-RTT packets: NEW_CONNECTION_ID,
-	// HANDSHAKE_DONE).
+	// whole: the handshake's 1-RTT packets (NEW_CONNECTION_ID,
+	// HANDSHAKE_DONE) and quic-go's first key update, after 100 packets
+	// (handshake.FirstKeyUpdateInterval): Wireshark follows a key update
+	// only through a packet of the new key phase it can decrypt, and
+	// decrypts nothing of the connection after it otherwise.
 	FirstWhole int
 	// Before and After bound the window around each migration instant in
 	// which every datagram is kept whole (PATH_CHALLENGE, PATH_RESPONSE
@@ -93,7 +96,7 @@ const shortHeaderBytes = 1 + 20 + 4 + 16
 // DefaultPolicy is what the runner writes into every repetition
 // (docs/wire.md has the measurements behind it).
 func DefaultPolicy() Policy {
-	return Policy{WholeUpTo: 256, HeaderBytes: shortHeaderBytes, FirstWhole: 32,
+	return Policy{WholeUpTo: 256, HeaderBytes: shortHeaderBytes, FirstWhole: 160,
 		Before: 100 * time.Millisecond, After: 400 * time.Millisecond}
 }
 
@@ -141,14 +144,24 @@ func DirKey(path string, toServer bool) string {
 }
 
 type entry struct {
-	ts    int64 // CLOCK_MONOTONIC
+	ts    int64 // CLOCK_MONOTONIC: written out, or arrived for a drop
+	order int64 // where it goes in the file (see order)
+	drop  bool
 	iface int
 	link  *Link
 	d     *linkemu.Datagram
-	nth   int // index among its link direction's datagrams
+	nth   int // index in its link direction's arrival order
 }
 
 // Write writes in as pcapng to w.
+//
+// Datagrams go in the order the emulator wrote them out; a dropped one,
+// never written, goes just before the first datagram of its direction
+// that entered the link after it, so that each direction reads in the
+// sender's order. Placed at its arrival instant instead, a drop lands
+// among packets sent up to a queue's delay earlier, and Wireshark, meeting
+// a packet of quic-go's next key phase before the last ones of the old,
+// decrypted nothing of the connection after its first key update.
 func Write(w io.Writer, in Input, p Policy) (Stats, error) {
 	st := Stats{Dirs: map[string]DirStats{}, Policy: p.String(), MonoToRealNS: in.MonoToReal}
 	var es []entry
@@ -163,22 +176,26 @@ func Write(w io.Writer, in Input, p Policy) (Stats, error) {
 		ds.Overruns += l.LostRecords + l.LostBytes
 		st.Dirs[k] = ds
 		st.Overruns += l.LostRecords + l.LostBytes
-		nth := 0
+		var dir []entry
 		for di := range l.Datagrams {
 			d := &l.Datagrams[di]
-			ts := d.Sent
-			if d.Cause != linkemu.Sent {
-				ts = d.Arr
+			e := entry{ts: d.Sent, iface: iface, link: l, d: d, drop: d.Cause != linkemu.Sent}
+			if e.drop {
+				e.ts = d.Arr
 			}
-			if d.Data == nil || in.From != 0 && ts < in.From || in.To != 0 && ts > in.To {
+			if d.Data == nil || in.From != 0 && e.ts < in.From || in.To != 0 && e.ts > in.To {
 				continue
 			}
-			es = append(es, entry{ts: ts, iface: iface, link: l, d: d, nth: nth})
-			nth++
+			dir = append(dir, e)
 		}
+		es = append(es, order(dir)...)
 	}
-	// In the order the emulator wrote them (arrival order for drops).
-	slices.SortStableFunc(es, func(a, b entry) int { return cmp.Compare(a.ts, b.ts) })
+	slices.SortStableFunc(es, func(a, b entry) int {
+		if c := cmp.Compare(a.order, b.order); c != 0 {
+			return c
+		}
+		return cmp.Compare(rank(a), rank(b)) // a drop before the datagram it precedes
+	})
 
 	var windows [][2]int64
 	for _, m := range in.Migrations {
@@ -268,6 +285,40 @@ func sectionComment(in Input, p Policy, overruns uint64) string {
 	return fmt.Sprintf("%s; snap policy: %s; clock: timestamps and arr= are CLOCK_REALTIME = CLOCK_MONOTONIC + %d ns; "+
 		"timestamp = when the emulator wrote the datagram out of the link (arrival for a drop); overruns: %d",
 		Version, p, in.MonoToReal, overruns)
+}
+
+// rank sorts a drop before a written datagram of the same place.
+func rank(e entry) int {
+	if e.drop {
+		return 0
+	}
+	return 1
+}
+
+// order puts one direction's datagrams in arrival order and gives each
+// its place in the file: its write instant, or for a drop the write
+// instant of the next datagram that arrived after it and was written (its
+// own arrival, or the last place, when none was).
+func order(dir []entry) []entry {
+	slices.SortStableFunc(dir, func(a, b entry) int { return cmp.Compare(a.d.Arr, b.d.Arr) })
+	next := int64(-1)
+	for i := len(dir) - 1; i >= 0; i-- {
+		dir[i].nth = i
+		switch {
+		case !dir[i].drop:
+			dir[i].order, next = dir[i].ts, dir[i].ts
+		case next >= 0:
+			dir[i].order = next
+		default:
+			dir[i].order = dir[i].ts
+		}
+	}
+	last := int64(0)
+	for i := range dir { // a drop after the last written datagram stays after it
+		dir[i].order = max(dir[i].order, last)
+		last = dir[i].order
+	}
+	return dir
 }
 
 // whole reports whether datagram b (written at ts, the nth of its link

@@ -103,6 +103,30 @@ func TestWrite(t *testing.T) {
 			},
 		},
 		{
+			// A drop goes before the first datagram of its direction that
+			// entered the link after it (the sender's order), not at its
+			// arrival among packets that were queued before it.
+			name: "drops in the sender's order",
+			in: Input{Links: []Link{
+				{Path: "A", ToServer: false, Datagrams: []linkemu.Datagram{
+					{Record: linkemu.Record{Arr: 100 * ms, Due: 130 * ms, Sent: 130 * ms, Size: 100}, Data: udp4(0x40, 100, 1)},
+					{Record: linkemu.Record{Arr: 110 * ms, Due: 140 * ms, Sent: 140 * ms, Size: 100}, Data: udp4(0x40, 100, 2)},
+					dropped(115*ms, linkemu.QueueDrop, udp4(0x40, 100, 3)),
+					{Record: linkemu.Record{Arr: 120 * ms, Due: 150 * ms, Sent: 150 * ms, Size: 100}, Data: udp4(0x40, 100, 4)},
+					dropped(160*ms, linkemu.QueueDrop, udp4(0x40, 100, 5)), // after the last: stays last
+				}},
+				{Path: "A", ToServer: true, Datagrams: []linkemu.Datagram{sent(135*ms, udp4(0x40, 100, 6))}},
+			}},
+			want: []readPacket{
+				{iface: 0, ts: 130 * ms, capLen: 100, comment: fmt.Sprintf("dir=s2c arr=%d fate=sent", 100*ms)},
+				{iface: 0, ts: 135*ms + 10, capLen: 100, comment: fmt.Sprintf("dir=c2s arr=%d fate=sent", 135*ms)},
+				{iface: 0, ts: 140 * ms, capLen: 100, comment: fmt.Sprintf("dir=s2c arr=%d fate=sent", 110*ms)},
+				{iface: 0, ts: 115 * ms, capLen: 100, comment: fmt.Sprintf("dir=s2c arr=%d fate=queue-drop", 115*ms)},
+				{iface: 0, ts: 150 * ms, capLen: 100, comment: fmt.Sprintf("dir=s2c arr=%d fate=sent", 120*ms)},
+				{iface: 0, ts: 160 * ms, capLen: 100, comment: fmt.Sprintf("dir=s2c arr=%d fate=queue-drop", 160*ms)},
+			},
+		},
+		{
 			name: "bounds and lost bytes",
 			in: Input{From: 150 * ms, To: 300 * ms, Links: []Link{
 				{Path: "A", ToServer: true, LostBytes: 2, Datagrams: []linkemu.Datagram{
