@@ -53,6 +53,10 @@ type CalibrateOptions struct {
 	// Jitter (mean absolute deviation, spread) is recorded, not judged:
 	// each repetition measures its own fidelity.
 	Strict bool
+	// Capture runs the gates with the wire capture on (every datagram
+	// copied and drained, then counted and discarded): the figures with
+	// and without it show what capturing costs (docs/wire.md).
+	Capture bool
 }
 
 func (o *CalibrateOptions) defaults() {
@@ -110,6 +114,9 @@ type Calibration struct {
 	Pass       bool                      `json:"pass"`
 	// Mode is "strict" or "sanity" (see CalibrateOptions.Strict).
 	Mode string `json:"mode"`
+	// Capture counts what the wire capture copied while the gates ran
+	// (CalibrateOptions.Capture); absent when it was off.
+	Capture *CaptureSummary `json:"capture,omitempty"`
 }
 
 // HostInfo says where the calibration ran.
@@ -267,6 +274,12 @@ func Calibrate(ctx context.Context, t *Testbed, opt CalibrateOptions) (*Calibrat
 	defer echo.close()
 	sen := startSentinel()
 	defer sen.close()
+	if opt.Capture {
+		if err := t.StartCaptureCounting(); err != nil {
+			return nil, fmt.Errorf("calibrate: start the wire capture: %w", err)
+		}
+		defer func() { _, _ = t.StopCapture() }() // on an early return
+	}
 
 	skip := func(g string) bool { return slices.Contains(opt.SkipGates, g) }
 	type gate struct {
@@ -298,6 +311,13 @@ func Calibrate(ctx context.Context, t *Testbed, opt CalibrateOptions) (*Calibrat
 		c.Scheduler = s
 	}
 	c.HostStalls = sen.total()
+	if opt.Capture {
+		s, err := t.StopCapture()
+		if err != nil {
+			return c, fmt.Errorf("calibrate: stop the wire capture: %w", err)
+		}
+		c.Capture = &s
+	}
 	c.Finished = time.Now().UTC()
 	c.Pass = len(gerrs) == 0
 	for _, v := range c.Gates {

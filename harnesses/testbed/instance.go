@@ -219,8 +219,9 @@ type request struct {
 	From int64 `json:"from,omitempty"`
 	To   int64 `json:"to,omitempty"`
 	Tol  int64 `json:"tol,omitempty"`
-	// capture-write: what to write where.
+	// capture-write: what to write where; capture-start: keep counts only.
 	Capture *CaptureOptions `json:"capture,omitempty"`
+	Discard bool            `json:"discard,omitempty"`
 }
 
 type response struct {
@@ -351,9 +352,9 @@ func (t *Testbed) Serve(l net.Listener, downc chan<- struct{}) {
 			case "fidelity":
 				result, err = t.Fidelity(req.From, req.To, time.Duration(req.Tol))
 			case "capture-start":
-				err = t.StartCapture()
+				err = t.startCapture(req.Discard)
 			case "capture-stop":
-				err = t.StopCapture()
+				result, err = t.StopCapture()
 			case "capture-write":
 				if req.Capture == nil {
 					err = errors.New("capture-write without options")
