@@ -5,6 +5,8 @@ import (
 	"io"
 	"path/filepath"
 	"time"
+
+	"github.com/migaudit/migaudit/harnesses/testbed/wirecap"
 )
 
 // WireFile is the capture every repetition directory holds (docs/wire.md).
@@ -49,16 +51,9 @@ type Capture struct {
 	Error string `json:"error,omitempty"`
 }
 
-// CaptureDir is one path direction in Capture.
-type CaptureDir struct {
-	Packets    int    `json:"packets"`
-	Whole      int    `json:"whole"`
-	Cut        int    `json:"cut"`
-	QueueDrops int    `json:"queue_drops,omitempty"`
-	LossDrops  int    `json:"loss_drops,omitempty"`
-	WriteDrops int    `json:"write_drops,omitempty"`
-	Overruns   uint64 `json:"overruns"`
-}
+// CaptureDir is one path direction in Capture: EPBs, whole and cut,
+// drops by cause, overruns.
+type CaptureDir = wirecap.DirStats
 
 // repCapture is one repetition's capture in progress (nil: none).
 type repCapture struct {

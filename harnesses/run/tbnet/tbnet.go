@@ -109,7 +109,7 @@ func (n *Net) WriteCapture(file string, from, to int64, migrations []int64) (run
 	c := run.Capture{File: r.File, Bytes: r.Bytes, PcapngBytes: r.PcapngBytes, Packets: map[string]run.CaptureDir{},
 		Overruns: r.Overruns, SnapPolicy: r.Policy, MonoToRealNS: r.MonoToRealNS, WholeWindows: r.WholeWindows}
 	for k, d := range r.Dirs {
-		c.Packets[k] = run.CaptureDir(d)
+		c.Packets[k] = d
 	}
 	return c, nil
 }
