@@ -269,7 +269,12 @@ func (l *Link) SetCapture(on bool) bool { return l.setCapture(on) }
 // it often enough that the rings are not overrun (every 20 ms is far
 // inside both at 100 Mbit/s); anything overrun is counted, never dropped
 // silently.
-func (l *Link) Datagrams(since uint64) Drained { return l.datagrams(since) }
+func (l *Link) Datagrams(since uint64) Drained { return l.datagrams(since, nil) }
+
+// DatagramsInto is Datagrams with the bytes copied into buf when it is
+// large enough (the Data slices then alias buf): a caller that only counts
+// reuses one buffer instead of leaving garbage behind.
+func (l *Link) DatagramsInto(since uint64, buf []byte) Drained { return l.datagrams(since, buf) }
 
 // lostBefore is how many records between since and next were not returned.
 func lostBefore(since, next uint64, got int) uint64 {
@@ -283,13 +288,15 @@ func lostBefore(since, next uint64, got int) uint64 {
 // the count of bytes ever written there) into one allocation. A datagram
 // whose bytes the loop may have overwritten while they were copied (the
 // writer got within a packet of them) gets no Data and counts in lost.
-func attachBytes(recs []Record, ring []byte, capW func() uint64, lost *uint64) []Datagram {
+func attachBytes(recs []Record, ring []byte, capW func() uint64, lost *uint64, buf []byte) []Datagram {
 	out := make([]Datagram, len(recs))
 	total := 0
 	for _, r := range recs {
 		total += int(r.capLen)
 	}
-	buf := make([]byte, total)
+	if cap(buf) < total {
+		buf = make([]byte, total)
+	}
 	size := uint64(len(ring))
 	for i, r := range recs {
 		out[i].Record = r

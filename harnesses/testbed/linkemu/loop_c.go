@@ -360,7 +360,7 @@ func (l *Link) setCapture(on bool) bool {
 }
 
 // datagrams is records with the bytes each carried while capture was on.
-func (l *Link) datagrams(since uint64) Drained {
+func (l *Link) datagrams(since uint64, buf []byte) Drained {
 	l.recmu.RLock()
 	defer l.recmu.RUnlock()
 	if l.ring == nil {
@@ -368,7 +368,7 @@ func (l *Link) datagrams(since uint64) Drained {
 	}
 	recs, next := l.recordsLocked(since)
 	d := Drained{Next: next, LostRecords: lostBefore(since, next, len(recs))}
-	d.Datagrams = attachBytes(recs, l.cap, func() uint64 { return atomic.LoadUint64(u64(&l.sh.cap_w)) }, &d.LostBytes)
+	d.Datagrams = attachBytes(recs, l.cap, func() uint64 { return atomic.LoadUint64(u64(&l.sh.cap_w)) }, &d.LostBytes, buf)
 	return d
 }
 

@@ -53,12 +53,12 @@ func (l *Link) setCapture(on bool) bool {
 	return true
 }
 
-func (l *Link) datagrams(since uint64) Drained {
+func (l *Link) datagrams(since uint64, buf []byte) Drained {
 	l.recmu.Lock()
 	defer l.recmu.Unlock()
 	recs, next := l.recordsLocked(since)
 	d := Drained{Next: next, LostRecords: lostBefore(since, next, len(recs))}
-	d.Datagrams = attachBytes(recs, l.cap, func() uint64 { return l.capW }, &d.LostBytes)
+	d.Datagrams = attachBytes(recs, l.cap, func() uint64 { return l.capW }, &d.LostBytes, buf)
 	return d
 }
 func (l *Link) pushSpec(Spec)           {}
