@@ -110,10 +110,14 @@ func dirOf(comments []string) string {
 	return ""
 }
 
-// EvidenceWindow is the window Trim keeps by default around a capture's
+// EvidenceWindow is the widest window TrimToFit tries around a capture's
 // whole windows (Stats.WholeWindows): from 1 s before the first to 2 s
 // after the last, the discriminator's scope around the migration.
 func EvidenceWindow(whole [][2]int64) (from, to int64, ok bool) {
+	return evidenceWindow(whole, 1)
+}
+
+func evidenceWindow(whole [][2]int64, scale float64) (from, to int64, ok bool) {
 	if len(whole) == 0 {
 		return 0, 0, false
 	}
@@ -121,5 +125,30 @@ func EvidenceWindow(whole [][2]int64) (from, to int64, ok bool) {
 	for _, w := range whole[1:] {
 		from, to = min(from, w[0]), max(to, w[1])
 	}
-	return from - int64(time.Second), to + 2*int64(time.Second), true
+	return from - int64(scale*float64(time.Second)), to + int64(scale*2*float64(time.Second)), true
+}
+
+// TrimToFit trims the gzip'ed capture gz for committed evidence: the
+// handshake (the first 160 datagrams of each interface and direction) and
+// the widest window around the whole windows, from EvidenceWindow down to
+// a quarter of it, whose file is at most budget bytes. It returns the file
+// and the window kept; an error when even the narrowest is too large.
+func TrimToFit(gz []byte, whole [][2]int64, budget int) ([]byte, Keep, error) {
+	var last int
+	for _, scale := range []float64{1, 0.75, 0.5, 0.25} {
+		from, to, ok := evidenceWindow(whole, scale)
+		if !ok {
+			return nil, Keep{}, errors.New("wirecap: trim: the capture records no migration window")
+		}
+		k := Keep{From: from, To: to, First: DefaultPolicy().FirstWhole}
+		var out bytes.Buffer
+		if _, _, err := Trim(bytes.NewReader(gz), &out, k); err != nil {
+			return nil, k, err
+		}
+		if out.Len() <= budget {
+			return out.Bytes(), k, nil
+		}
+		last = out.Len()
+	}
+	return nil, Keep{}, fmt.Errorf("wirecap: trim: %d B even with a quarter of the evidence window, over the %d B budget", last, budget)
 }

@@ -92,3 +92,44 @@ func gzipped(s string) string {
 	_ = zw.Close()
 	return b.String()
 }
+
+func TestTrimToFit(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	// 1,000 datagrams of 1,200 B, one every 5 ms (0 to 5 s), migration at 2.5 s.
+	var down []linkemu.Datagram
+	for i := range 1000 {
+		down = append(down, sent(int64(i)*5*ms, udp4(0x40, 1200, i)))
+	}
+	in := Input{Links: []Link{{Path: "B", Datagrams: down}}, Migrations: []int64{2500 * ms}}
+	p := DefaultPolicy()
+	p.FirstWhole = 0
+	gz, st, err := WriteGzip(in, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _, _ := TrimToFit(gz, st.WholeWindows, len(gz))
+	if full == nil {
+		t.Fatal("a budget as large as the file kept nothing")
+	}
+	for _, budget := range []int{len(full) - 1, len(full) / 2} {
+		out, k, err := TrimToFit(gz, st.WholeWindows, budget)
+		if err != nil {
+			if budget == len(full)-1 { // three quarters of the window fit
+				t.Errorf("budget %d: %v", budget, err)
+			}
+			continue
+		}
+		if len(out) > budget {
+			t.Errorf("budget %d: %d B", budget, len(out))
+		}
+		if wf, wt, _ := EvidenceWindow(st.WholeWindows); k.From <= wf && k.To >= wt {
+			t.Errorf("budget %d: kept the widest window [%d, %d] although it did not fit", budget, k.From, k.To)
+		}
+	}
+	if _, _, err := TrimToFit(gz, st.WholeWindows, 100); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Errorf("a 100 B budget: err = %v, want one naming the budget", err)
+	}
+	if _, _, err := TrimToFit(gz, nil, len(gz)); err == nil {
+		t.Error("no migration window: no error")
+	}
+}
