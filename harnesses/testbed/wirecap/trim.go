@@ -14,7 +14,7 @@ import (
 )
 
 // EvidenceBudget is the most wire evidence committed per repetition.
-const EvidenceBudget = 2 << 20
+const EvidenceBudget = 2_000_000
 
 // Keep says what Trim keeps of a capture.
 type Keep struct {
