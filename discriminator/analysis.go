@@ -111,6 +111,9 @@ type RTTAttribution struct {
 	// new path (0 when it never did or was there at once).
 	ConvergedAfterUS int64  `json:"converged_after_us,omitempty"`
 	Detail           string `json:"detail,omitempty"`
+	// Wire is the packet evidence from the repetition's capture, when
+	// there is one: it decides Q3 whenever it can name the packets.
+	Wire *WireRTT `json:"wire,omitempty"`
 }
 
 // Verdict is a per-trace answer to Q1 or Q3.

@@ -32,6 +32,9 @@ type Options struct {
 	OldPathRTT, NewPathRTT time.Duration
 	// Params override the constant formulas' parameters (e.g. {"S": 1452}).
 	Params map[string]float64
+	// Wire is the repetition's wire evidence (LoadWireEvidence); nil:
+	// none given (AnalyzeFile then looks beside the trace, WireBeside).
+	Wire *WireEvidence
 }
 
 // Analyze classifies every window decrease around the migration in tl,
@@ -51,7 +54,12 @@ func Analyze(tl *timeline.Timeline, opt Options) (Analysis, error) {
 	}
 	samples := sortedSamples(tl.Samples)
 	in, startIdx := a.classifyScope(samples, f.pv, cs, tl.Meta.PathIDs, hasAnyFields(samples), opt)
-	a.RTT = attributeRTT(in, samples[startIdx:], eventAcks(events))
+	if opt.Wire != nil {
+		a.RTT = attributeRTT(in, samples[startIdx:], noAcks{})
+		a.applyWire(opt.Wire, in, samples[startIdx:], events)
+	} else {
+		a.RTT = attributeRTT(in, samples[startIdx:], eventAcks(events))
+	}
 	a.answer(cs)
 	return a, nil
 }
@@ -332,6 +340,19 @@ func anchorName(m Migration) string {
 }
 
 func q3(a Analysis) Verdict {
+	v := q3Values(a)
+	if w := a.RTT.Wire; w != nil {
+		if w.Decides {
+			return Verdict{w.Answer, fmt.Sprintf("%s (by value alone: %s)", w.Reason, v.Answer)}
+		}
+		v.Reason += "; Q3 rests on values: " + w.Reason
+	}
+	return v
+}
+
+// q3Values answers Q3 from the RTT values and the trace's own packet
+// evidence.
+func q3Values(a Analysis) Verdict {
 	r := a.RTT
 	switch r.Attribution {
 	case "new-path":

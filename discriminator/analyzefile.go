@@ -16,6 +16,19 @@ import (
 // (out of time order, a migration that changes late, ...) is parsed again
 // and analyzed in memory; the result is the same either way.
 func AnalyzeFile(path string, popt parsers.Options, opt Options) (Analysis, error) {
+	if opt.Wire == nil {
+		if c, k := WireBeside(path); c != "" {
+			w, err := LoadWireEvidence(c, k)
+			if err != nil {
+				return Analysis{}, fmt.Errorf("analyze %s: wire evidence: %w", path, err)
+			}
+			opt.Wire = w
+		}
+	}
+	if opt.Wire != nil {
+		// The pairing reads every ACK and send of the scope: in memory.
+		return analyzeInMemory(path, popt, opt)
+	}
 	a, err := analyzeStream(path, popt, opt)
 	var ns errNotStreamable
 	if !errors.As(err, &ns) {

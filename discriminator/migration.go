@@ -2,6 +2,7 @@ package discriminator
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"sort"
 	"strings"
@@ -254,7 +255,7 @@ func normalAddr(addr string) string {
 	if addr == "" {
 		return ""
 	}
-	h, port, err := splitHostPort(addr)
+	h, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		h, port = addr, ""
 	}
@@ -264,11 +265,11 @@ func normalAddr(addr string) string {
 	if port == "" {
 		return h
 	}
-	return joinHostPort(h, port)
+	return net.JoinHostPort(h, port)
 }
 
 func hostOf(addr string) string {
-	if h, _, err := splitHostPort(addr); err == nil {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
 		return h
 	}
 	return addr

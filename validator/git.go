@@ -1,10 +1,8 @@
 package validator
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"github.com/migaudit/migaudit/data/mirrors"
 	"strings"
 	"sync"
 
@@ -13,32 +11,11 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// findMirror looks for upstream's mirror in each directory of mirrors (a
-// list, separated as $PATH is): <dir>/<owner>+<name>/repo, or <dir>/<name>.git
-// as in the clones `migaudit reproduce` makes in the cache without a mirror.
-func findMirror(mirrors, upstream string) (string, error) {
-	if mirrors == "" {
-		return "", fmt.Errorf("%w: no mirror directory (set --mirrors or MIGAUDIT_MIRRORS)", errNoSource)
-	}
-	var tried []string
-	for _, m := range filepath.SplitList(mirrors) {
-		if m == "" {
-			continue
-		}
-		dir, err := mirrorDir(m, upstream)
-		if err != nil {
-			return "", err
-		}
-		u := strings.TrimSuffix(strings.TrimSuffix(upstream, "/"), ".git")
-		for _, c := range []string{dir, filepath.Join(m, u[strings.LastIndex(u, "/")+1:]+".git")} {
-			if _, err := os.Stat(c); err == nil {
-				return c, nil
-			}
-		}
-		tried = append(tried, dir)
-	}
-	return "", fmt.Errorf("%w: no mirror at %s", errNoSource, strings.Join(tried, ", "))
-}
+// findMirror looks for upstream's mirror in each directory of list (a list,
+// separated as $PATH is), as every command finds one (package mirrors):
+// <dir>/<owner>+<name>/repo, or <dir>/<name>.git as in the clones
+// `migaudit reproduce` makes in the cache without a mirror.
+func findMirror(list, upstream string) (string, error) { return mirrors.Find(list, upstream) }
 
 // sourceTree reads files straight out of git object storage at one commit:
 // no work tree, so nothing edited locally can leak into a check.
@@ -54,18 +31,7 @@ type sourceTree struct {
 
 // errNoSource marks a missing mirror or commit; a claim resting on it is
 // UNVERIFIABLE, never PASS.
-var errNoSource = errors.New("source unavailable")
-
-// mirrorDir maps an upstream URL to <mirrors>/<owner>+<name>/repo.
-func mirrorDir(mirrors, upstream string) (string, error) {
-	u := strings.TrimSuffix(strings.TrimSuffix(upstream, "/"), ".git")
-	parts := strings.Split(u, "/")
-	if len(parts) < 2 {
-		return "", fmt.Errorf("upstream %q is not owner/name", upstream)
-	}
-	owner, name := parts[len(parts)-2], parts[len(parts)-1]
-	return filepath.Join(mirrors, owner+"+"+name, "repo"), nil
-}
+var errNoSource = mirrors.ErrNoSource
 
 func openTree(mirrors, upstream, commit string) (*sourceTree, error) {
 	dir, err := findMirror(mirrors, upstream)

@@ -7,6 +7,7 @@ package gitsrc
 import (
 	"errors"
 	"fmt"
+	"github.com/migaudit/migaudit/data/mirrors"
 	"io"
 	"os"
 	"path"
@@ -22,8 +23,8 @@ import (
 )
 
 // MirrorsEnv names the environment variable holding directories of local
-// mirrors (colon-separated).
-const MirrorsEnv = "MIGAUDIT_MIRRORS"
+// mirrors (colon-separated); package mirrors reads it.
+const MirrorsEnv = mirrors.Env
 
 // Repo is an opened git repository.
 type Repo struct {
@@ -41,32 +42,11 @@ func Open(dir string) (*Repo, error) {
 }
 
 // OwnerName splits an upstream URL "https://github.com/o/n" into o, n.
-func OwnerName(upstream string) (string, string) {
-	u := strings.TrimSuffix(strings.TrimSuffix(upstream, "/"), ".git")
-	parts := strings.Split(u, "/")
-	if len(parts) < 2 {
-		return "", u
-	}
-	return parts[len(parts)-2], parts[len(parts)-1]
-}
+func OwnerName(upstream string) (string, string) { return mirrors.OwnerName(upstream) }
 
 // Candidates lists the directories under mirrors where upstream's mirror may
-// be: <dir>/<owner>+<name>/repo, <dir>/<owner>+<name>, <dir>/<name>, <dir>/<name>.git.
-func Candidates(mirrors, upstream string) []string {
-	owner, name := OwnerName(upstream)
-	var out []string
-	for _, d := range filepath.SplitList(mirrors) {
-		if d == "" {
-			continue
-		}
-		out = append(out,
-			filepath.Join(d, owner+"+"+name, "repo"),
-			filepath.Join(d, owner+"+"+name),
-			filepath.Join(d, name),
-			filepath.Join(d, name+".git"))
-	}
-	return out
-}
+// be (mirrors.Candidates).
+func Candidates(list, upstream string) []string { return mirrors.Candidates(list, upstream) }
 
 // Locate finds the repository for upstream: source if given, else a mirror
 // under $MIGAUDIT_MIRRORS, else a clone in the user cache directory (cloned on
@@ -75,23 +55,17 @@ func Locate(upstream, source string) (*Repo, error) {
 	if source != "" {
 		return Open(source)
 	}
-	if m := os.Getenv(MirrorsEnv); m != "" {
-		for _, c := range Candidates(m, upstream) {
-			if st, err := os.Stat(c); err == nil && st.IsDir() {
-				if r, err := Open(c); err == nil {
-					return r, nil
-				}
-			}
-		}
+	if d, err := mirrors.Find(mirrors.WithCache(mirrors.Resolve("")), upstream); err == nil {
+		return Open(d)
 	}
-	cache, err := os.UserCacheDir()
+	cache, err := mirrors.CacheDir()
 	if err != nil {
 		return nil, fmt.Errorf("no source for %s: no --source, no mirror in $%s, and no user cache dir: %w", upstream, MirrorsEnv, err)
 	}
 	_, name := OwnerName(upstream)
-	dir := filepath.Join(cache, "migaudit", "src", name+".git")
+	dir := filepath.Join(cache, name+".git")
 	if _, err := os.Stat(dir); err == nil {
-		return Open(dir)
+		return Open(dir) // there but not a repository: say so
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err

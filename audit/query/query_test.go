@@ -80,10 +80,30 @@ func TestCombine(t *testing.T) {
 		{audit.NotSupported, audit.No, audit.No},
 		{audit.NA, audit.No, audit.No},
 		{audit.NotSupported, audit.NotSupported, audit.NotSupported},
+		{audit.Yes, audit.NA, audit.Yes},
+		{audit.NA, audit.NotSupported, audit.NotSupported},
 	}
 	for _, tt := range tests {
 		if got := Combine(tt.mig, tt.obs); got != tt.want {
 			t.Errorf("combine(%s, %s) = %s, want %s", tt.mig, tt.obs, got, tt.want)
+		}
+	}
+	// More than two roles (client, server, migrating, observing): the same
+	// rule over the set.
+	sets := []struct {
+		roles []audit.Answer
+		want  audit.Answer
+	}{
+		{[]audit.Answer{audit.Yes, audit.No, audit.No}, audit.Asymmetric},
+		{[]audit.Answer{audit.No, audit.No, audit.Yes}, audit.Asymmetric},
+		{[]audit.Answer{audit.No, audit.Split, audit.NA}, audit.RoleDependent},
+		{[]audit.Answer{audit.Yes, audit.NA, audit.Yes, audit.NotSupported}, audit.Yes},
+		{[]audit.Answer{audit.No}, audit.No},
+		{nil, ""},
+	}
+	for _, tt := range sets {
+		if got := Combine(tt.roles...); got != tt.want {
+			t.Errorf("combine%v = %s, want %s", tt.roles, got, tt.want)
 		}
 	}
 }

@@ -54,18 +54,35 @@ func (c *Code) RoleFinding(q audit.Question, role string, v Verdict) audit.Findi
 	return f
 }
 
-// Combine is the one-column answer for the compliance table from the two
-// role answers.
-func Combine(mig, obs audit.Answer) audit.Answer {
-	compliant := func(a audit.Answer) bool { return a == audit.Yes }
+// Combine is the one-column answer for the compliance table from the role
+// answers (migrating and observing endpoint, or client and server): a role
+// that does not support migration (NOT_SUPPORTED, N/A) says nothing about
+// the others; the rest, when they agree, are the answer; when they differ,
+// ASYMMETRIC if one role complies (YES), else ROLE_DEPENDENT. With every
+// role unsupported the last one is the answer. This is the one rule the
+// audit and the survey builder use (the validator keeps its own copy).
+func Combine(roles ...audit.Answer) audit.Answer {
+	var kept []audit.Answer
+	for _, a := range roles {
+		if a != audit.NotSupported && a != audit.NA {
+			kept = append(kept, a)
+		}
+	}
 	switch {
-	case mig == obs:
-		return mig
-	case mig == audit.NotSupported || mig == audit.NA:
-		return obs
-	case obs == audit.NotSupported || obs == audit.NA:
-		return mig
-	case compliant(mig) != compliant(obs):
+	case len(kept) == 0 && len(roles) > 0:
+		return roles[len(roles)-1]
+	case len(kept) == 0:
+		return ""
+	}
+	same, compliant := true, false
+	for _, a := range kept {
+		same = same && a == kept[0]
+		compliant = compliant || a == audit.Yes
+	}
+	switch {
+	case same:
+		return kept[0]
+	case compliant:
 		return audit.Asymmetric
 	}
 	return audit.RoleDependent

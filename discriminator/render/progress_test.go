@@ -4,31 +4,36 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/migaudit/migaudit/discriminator"
 )
 
-func TestProgressLine(t *testing.T) {
-	var b bytes.Buffer
-	p := newProgress(&b, 10)
-	for range 3 {
-		p.add()
+// TestProgress: with a progress writer and several traces, the bar counts
+// the traces and is erased at the end, so that nothing of it is left on
+// the line the output continues on; the analyses themselves go to stdout
+// untouched.
+func TestProgress(t *testing.T) {
+	traces := writeTraces(t, t.TempDir(), 3)
+	at := 5 * time.Second
+	opt := discriminator.Options{Impl: "msquic", MigrationAt: &at}
+	var out, plain, bar bytes.Buffer
+	if err := Run(&plain, RunOptions{Traces: traces, Format: "json", Analysis: opt}); err != nil {
+		t.Fatal(err)
 	}
-	frames := strings.Split(b.String(), "\r")[1:]
-	if len(frames) != 4 {
-		t.Fatalf("want 4 frames (start and 3 traces), got %q", frames)
+	if err := Run(&out, RunOptions{Traces: traces, Format: "json", Analysis: opt, Progress: &bar}); err != nil {
+		t.Fatal(err)
 	}
-	if want := "analyze  3/10 [=========>                    ]"; frames[3] != want {
-		t.Errorf("after 3 of 10: %q, want %q", frames[3], want)
+	if !bytes.Equal(out.Bytes(), plain.Bytes()) {
+		t.Errorf("the progress bar changed the output")
 	}
-	for range 7 {
-		p.add()
+	frames := strings.Split(bar.String(), "\r")
+	for _, want := range []string{"analyze", "(1/3)", "(2/3)"} { // the last step erases the bar
+		if !strings.Contains(bar.String(), want) {
+			t.Errorf("progress lacks %q: %q", want, bar.String())
+		}
 	}
-	last := strings.Split(b.String(), "\r")
-	if want := "analyze 10/10 [" + strings.Repeat("=", 30) + "]"; last[len(last)-1] != want {
-		t.Errorf("at the end: %q, want %q", last[len(last)-1], want)
-	}
-	b.Reset()
-	p.finish()
-	if got := b.String(); got != "\r"+strings.Repeat(" ", len(last[len(last)-1]))+"\r" {
-		t.Errorf("finish does not erase the line: %q", got)
+	if last := frames[len(frames)-1]; strings.TrimSpace(last) != "" {
+		t.Errorf("progress bar not erased at the end: last frame %q", last)
 	}
 }

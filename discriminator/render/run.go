@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/schollz/progressbar/v3"
 	"io"
 	"io/fs"
 	"os"
@@ -62,9 +63,15 @@ func analyzeAll(traces []string, o RunOptions) ([]discriminator.Analysis, error)
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, len(traces))
-	var bar *progress
+	var bar *progressbar.ProgressBar
 	if o.Progress != nil && len(traces) > 1 {
-		bar = newProgress(o.Progress, len(traces))
+		bar = progressbar.NewOptions(len(traces),
+			progressbar.OptionSetWriter(o.Progress),
+			progressbar.OptionSetDescription("analyze"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(0),
+			progressbar.OptionClearOnFinish())
 	}
 	as := make([]discriminator.Analysis, len(traces))
 	errs := make([]error, len(traces))
@@ -94,7 +101,7 @@ func analyzeAll(traces []string, o RunOptions) ([]discriminator.Analysis, error)
 					failedAt = min(failedAt, i)
 				}
 				if bar != nil {
-					bar.add()
+					_ = bar.Add(1) // a bar that cannot draw must not fail the analysis
 				}
 				mu.Unlock()
 			}
@@ -102,7 +109,7 @@ func analyzeAll(traces []string, o RunOptions) ([]discriminator.Analysis, error)
 	}
 	wg.Wait()
 	if bar != nil {
-		bar.finish()
+		_ = bar.Finish()
 	}
 	for _, err := range errs {
 		if err != nil {

@@ -23,17 +23,24 @@ func writeTrace(t *testing.T, path string, cwnd int) {
 	}
 }
 
+// writeTraces writes n small timeline CSVs into dir and returns their paths.
+func writeTraces(t *testing.T, dir string, n int) []string {
+	t.Helper()
+	var traces []string
+	for i := range n {
+		p := filepath.Join(dir, "t"+string(rune('a'+i))+".csv")
+		writeTrace(t, p, i)
+		traces = append(traces, p)
+	}
+	return traces
+}
+
 // TestRunOrder: whatever the number of workers, the analyses come out in
 // the order of the arguments, and the error is the first trace's (by
 // argument order) that fails.
 func TestRunOrder(t *testing.T) {
 	dir := t.TempDir()
-	var traces []string
-	for i := range 7 {
-		p := filepath.Join(dir, "t"+string(rune('a'+i))+".csv")
-		writeTrace(t, p, i)
-		traces = append(traces, p)
-	}
+	traces := writeTraces(t, dir, 7)
 	at := 5 * time.Second
 	opt := discriminator.Options{Impl: "msquic", MigrationAt: &at}
 	var want []byte

@@ -26,7 +26,6 @@ package msquic
 import (
 	"context"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -85,26 +84,15 @@ func (h *Harness) ConfigureUpstream(o upstream.Options) error {
 	return nil
 }
 
-// Scenarios: the API's local-address change supports all but nat-rebind.
-func (h *Harness) Scenarios() []run.Scenario {
-	return []run.Scenario{run.Standard, run.StepDown, run.PortRebind, run.MigrateBack}
-}
-
-// Unsupported says why nat-rebind is not offered.
-func (h *Harness) Unsupported(s run.Scenario) string {
-	if s == run.NATRebind {
-		return "msquic's client has no separate NAT-rebinding mode: QUIC_PARAM_CONN_LOCAL_ADDRESS already rebinds Paths[0] in place without the client validating the new path (src/core/connection.c, QUIC_PARAM_CONN_LOCAL_ADDRESS), which is what the standard scenario runs"
+// Capabilities: the API's local-address change supports all but
+// nat-rebind; msquic implements CUBIC and BBR.
+func (h *Harness) Capabilities() run.Capabilities {
+	return run.Capabilities{
+		Scenarios: map[run.Scenario]string{run.Standard: "", run.StepDown: "", run.PortRebind: "", run.MigrateBack: "",
+			run.NATRebind: "msquic's client has no separate NAT-rebinding mode: QUIC_PARAM_CONN_LOCAL_ADDRESS already rebinds Paths[0] in place without the client validating the new path (src/core/connection.c, QUIC_PARAM_CONN_LOCAL_ADDRESS), which is what the standard scenario runs"},
+		CCs: []string{"cubic", "bbr"}, DefaultCC: "cubic",
+		CCWhy: "msquic implements cubic and bbr (QUIC_CONGESTION_CONTROL_ALGORITHM)",
 	}
-	return ""
-}
-
-// ValidateCC: msquic implements CUBIC and BBR.
-func (h *Harness) ValidateCC(cc string) error {
-	switch cc {
-	case "", "cubic", "bbr":
-		return nil
-	}
-	return fmt.Errorf("msquic implements cubic and bbr (QUIC_CONGESTION_CONTROL_ALGORITHM), not %q", cc)
 }
 
 // Check builds (or reuses the cached build of) msquic and the harness and
@@ -162,16 +150,7 @@ func tlsCommit(a *upstream.Artifact) string {
 // RunRep runs one download with the scenario's address changes.
 func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, error) {
 	res := run.RepResult{Settings: map[string]string{}}
-	if env.Scenario == run.NATRebind {
-		return res, errors.New(h.Unsupported(run.NATRebind))
-	}
-	if err := h.ValidateCC(env.CC); err != nil {
-		return res, err
-	}
-	cc := env.CC
-	if cc == "" {
-		cc = "cubic"
-	}
+	cc := env.Plan.CC
 	lib, a, err := h.ensure(ctx)
 	if err != nil {
 		return res, err
@@ -187,16 +166,12 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	res.Settings["harness_sha256"] = a.SHA256[OutHarness]
 	res.Settings["library_sha256"] = a.SHA256[OutLibrary]
 
-	rate := env.Net.PathRate(run.PathA)
-	if rb := env.Net.PathRate(run.PathB); rb > 0 && (rate == 0 || rb < rate) {
-		rate = rb
-	}
-	if rate <= 0 {
-		rate = 20_000_000
-	}
-	size := int64(float64(rate) / 8 * env.Transfer.Seconds() * 0.9)
+	size := env.Plan.BodyBytes
 	res.BodyBytes = size
 	res.Settings["cc"] = cc
+	if env.KeyLog != "" {
+		res.KeyLogBy = "server" // QUIC_PARAM_CONN_TLS_SECRETS, written at CONNECTED
+	}
 	res.Settings["body_bytes"] = strconv.FormatInt(size, 10)
 	res.Settings["poll_interval"] = PollInterval.String()
 
@@ -206,9 +181,6 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	}
 	srvIP := env.Net.ServerAddr().String()
 	aIP, bIP := env.Net.ClientAddr(run.PathA).String(), env.Net.ClientAddr(run.PathB).String()
-	if err := env.Net.RouteVia(run.PathA); err != nil {
-		return res, fmt.Errorf("route client via path A before the run: %w", err)
-	}
 	pollUS := strconv.FormatInt(PollInterval.Microseconds(), 10)
 
 	var mu sync.Mutex
@@ -217,7 +189,8 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	var readyOnce sync.Once
 	var serverPeer string
 	srvArgs := []string{"server", "--listen", net.JoinHostPort(srvIP, strconv.Itoa(Port)), "--cert", certPath, "--key", keyPath,
-		"--body", strconv.FormatInt(size, 10), "--timeline", filepath.Join(env.Dir, "server.csv"), "--cc", cc, "--poll-us", pollUS}
+		"--body", strconv.FormatInt(size, 10), "--timeline", filepath.Join(env.Dir, "server.csv"), "--cc", cc, "--poll-us", pollUS,
+		"--keylog", env.KeyLog}
 	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Dir: env.Dir,
 		Cmd: env.Net.Command(ctx, env.Net.ServerNS(), bin, srvArgs...),
 		OnStdout: func(s string) {
@@ -266,12 +239,12 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	}
 	cliArgs := []string{"client", "--server", net.JoinHostPort(srvIP, strconv.Itoa(Port)), "--local-a", aIP, "--local-b", bIP,
 		"--size", strconv.FormatInt(size, 10), "--timeline", filepath.Join(env.Dir, "client.csv"), "--cc", cc, "--poll-us", pollUS,
-		"--move-at-ms", strconv.FormatInt(env.MigrateAt.Milliseconds(), 10), "--move-to", moveTo}
-	if env.Scenario == run.MigrateBack {
-		cliArgs = append(cliArgs, "--back-after-ms", strconv.FormatInt(env.BackAfter.Milliseconds(), 10))
-		res.Settings["back_after"] = env.BackAfter.String()
+		"--move-at-ms", strconv.FormatInt(env.Plan.MigrateAt().Milliseconds(), 10), "--move-to", moveTo}
+	if back := env.Plan.BackAfter(); back > 0 {
+		cliArgs = append(cliArgs, "--back-after-ms", strconv.FormatInt(back.Milliseconds(), 10))
+		res.Settings["back_after"] = back.String()
 	}
-	res.Settings["move_at"] = env.MigrateAt.String()
+	res.Settings["move_at"] = env.Plan.MigrateAt().String()
 	res.Settings["move_to"] = map[string]string{"a": "path-A address, new port", "b": "path-B address, new port"}[moveTo]
 	var received int64
 	var clientLocal, libVersion string
@@ -315,7 +288,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		return res, err
 	}
 	defer cli.Kill()
-	crec := cli.Wait(4*env.Transfer + 90*time.Second)
+	crec := cli.Wait(env.Plan.ClientTimeout)
 	// The server exits by itself when its one connection has shut down.
 	srec := srv.Wait(5 * time.Second)
 	if srec.End.IsZero() || srec.Killed {
@@ -324,9 +297,6 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		srec.Killed = true
 	}
 	res.Processes = []run.Process{srec, crec}
-	if err := env.Net.RouteVia(run.PathA); err != nil {
-		res.Notes = append(res.Notes, "restoring the route to path A failed: "+err.Error())
-	}
 	mu.Lock()
 	res.ReceivedBytes = max(received, 0)
 	if libVersion != "" {

@@ -104,16 +104,16 @@ func TestMTUAfterMove(t *testing.T) {
 
 func TestScenariosAndOptions(t *testing.T) {
 	h := New()
+	caps := h.Capabilities()
 	for _, s := range run.AllScenarios {
-		listed := false
-		for _, x := range h.Scenarios() {
-			listed = listed || x == s
-		}
-		if !listed && h.Unsupported(s) == "" {
-			t.Errorf("scenario %s neither listed nor explained", s)
+		if _, listed := caps.Scenarios[s]; !listed {
+			t.Errorf("scenario %s neither supported nor explained", s)
 		}
 	}
-	if err := h.ValidateCC("reno"); err == nil || !strings.Contains(err.Error(), "cubic and bbr") {
+	if why := caps.Supports(run.NATRebind); !strings.Contains(why, "QUIC_PARAM_CONN_LOCAL_ADDRESS") {
+		t.Errorf("nat-rebind: %q", why)
+	}
+	if _, err := caps.ResolveCC("reno"); err == nil || !strings.Contains(err.Error(), "cubic and bbr") {
 		t.Errorf("--cc reno: %v", err)
 	}
 	if err := h.ConfigureUpstream(upstream.Options{Deps: map[string]string{"picotls": "/x"}}); err == nil || !strings.Contains(err.Error(), "quictls") {

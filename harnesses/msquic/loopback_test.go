@@ -109,8 +109,12 @@ func TestLoopbackScenarios(t *testing.T) {
 				// seconds on loopback; the move comes 150 ms after the
 				// handshake.
 				var err error
-				res, err = h.RunRep(ctx, run.RepEnv{Net: loopback{}, Scenario: c.sc, CC: "cubic", Transfer: 120 * time.Second,
-					MigrateAt: 150 * time.Millisecond, Dir: dir, Index: attempt})
+				env := run.RepEnv{Net: loopback{}, Scenario: c.sc, CC: "cubic", Transfer: 120 * time.Second,
+					MigrateAt: 150 * time.Millisecond, Dir: dir, Index: attempt}
+				if env.Plan, err = run.PlanRep(h.Capabilities(), env); err != nil {
+					t.Fatal(err)
+				}
+				res, err = h.RunRep(ctx, env)
 				if err != nil {
 					t.Fatal(err)
 				}

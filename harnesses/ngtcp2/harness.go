@@ -55,18 +55,16 @@ func New() *Harness { return &Harness{Client: "/usr/bin/gtlsclient", Server: "/u
 
 func (h *Harness) Name() string { return "ngtcp2" }
 
-// Scenarios: the example client changes its address once
-// (--change-local-addr is a one-shot timer), so migrate-back cannot be run.
-func (h *Harness) Scenarios() []run.Scenario {
-	return []run.Scenario{run.Standard, run.StepDown, run.PortRebind, run.NATRebind}
-}
-
-// Unsupported says why a scenario cannot run.
-func (h *Harness) Unsupported(s run.Scenario) string {
-	if s == run.MigrateBack {
-		return "ngtcp2 0.12.1's example client changes its local address once (--change-local-addr arms a one-shot timer, examples/client.cc start_change_local_addr_timer) and has no way to return to a previous address"
+// Capabilities: the example client changes its address once
+// (--change-local-addr is a one-shot timer), so migrate-back cannot be run;
+// the example programs' --cc choices.
+func (h *Harness) Capabilities() run.Capabilities {
+	return run.Capabilities{
+		Scenarios: map[run.Scenario]string{run.Standard: "", run.StepDown: "", run.PortRebind: "", run.NATRebind: "",
+			run.MigrateBack: "ngtcp2 0.12.1's example client changes its local address once (--change-local-addr arms a one-shot timer, examples/client.cc start_change_local_addr_timer) and has no way to return to a previous address"},
+		CCs: []string{"cubic", "reno", "bbr", "bbr2"}, DefaultCC: "cubic",
+		CCWhy: "the choices of ngtcp2 0.12.1's gtlsserver/gtlsclient --cc",
 	}
-	return ""
 }
 
 // Check verifies both executables and the Debian package versions against
@@ -114,15 +112,6 @@ func dpkgVersion(ctx context.Context, pkg string) (string, error) {
 	return parts[1], nil
 }
 
-// ValidateCC: the example programs' --cc choices.
-func (h *Harness) ValidateCC(cc string) error {
-	switch cc {
-	case "", "cubic", "reno", "bbr", "bbr2":
-		return nil
-	}
-	return fmt.Errorf("ngtcp2 0.12.1's gtlsserver/gtlsclient support --cc cubic|reno|bbr|bbr2, not %q", cc)
-}
-
 var (
 	reLocal  = regexp.MustCompile(`Local address is now (\S+)`)
 	reStream = regexp.MustCompile(` STREAM\(0x[0-9a-f]+\) id=0x0 fin=\d offset=(\d+) len=(\d+)`)
@@ -131,18 +120,9 @@ var (
 // RunRep runs one download with a migration.
 func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, error) {
 	res := run.RepResult{Settings: map[string]string{}}
-	if env.Scenario == run.MigrateBack {
-		return res, errors.New(h.Unsupported(run.MigrateBack))
-	}
-	if err := h.ValidateCC(env.CC); err != nil {
-		return res, err
-	}
-	cc := env.CC
-	if cc == "" {
-		cc = "cubic"
-	}
-	if env.MigrateAt <= FlipLead {
-		return res, fmt.Errorf("migrate-at %s must exceed the %s route-flip lead", env.MigrateAt, FlipLead)
+	cc, size, migrateAt := env.Plan.CC, env.Plan.BodyBytes, env.Plan.MigrateAt()
+	if migrateAt <= FlipLead {
+		return res, fmt.Errorf("migrate-at %s must exceed the %s route-flip lead", migrateAt, FlipLead)
 	}
 	if bins, err := h.Check(ctx); err != nil {
 		return res, err
@@ -153,19 +133,11 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 			}
 		}
 	}
-	rate := env.Net.PathRate(run.PathA)
-	if rb := env.Net.PathRate(run.PathB); rb > 0 && (rate == 0 || rb < rate) {
-		rate = rb
-	}
-	if rate <= 0 {
-		rate = 20_000_000
-	}
-	size := int64(float64(rate) / 8 * env.Transfer.Seconds() * 0.9)
 	res.BodyBytes = size
 	res.Settings["cc"] = cc
 	res.Settings["max_udp_payload_size"] = strconv.Itoa(MaxUDPPayload)
 	res.Settings["body_bytes"] = strconv.FormatInt(size, 10)
-	res.Settings["change_local_addr"] = env.MigrateAt.String()
+	res.Settings["change_local_addr"] = migrateAt.String()
 	res.Settings["route_flip_lead"] = FlipLead.String()
 	res.Params = map[string]run.Param{"S": {Value: MaxUDPPayload, Source: fmt.Sprintf("gtlsserver --max-udp-payload-size=%d (this run's setting; ngtcp2 0.12.1 recomputes the window from settings.max_tx_udp_payload_size at reset, lib/ngtcp2_conn.c conn_reset_conn_stat_cc)", MaxUDPPayload)}}
 
@@ -181,18 +153,21 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		}
 	}
 	srvIP := env.Net.ServerAddr().String()
-	if err := env.Net.RouteVia(run.PathA); err != nil {
-		return res, fmt.Errorf("route client via path A before the run: %w", err)
-	}
-	res.Settings["route_at_start"] = "A"
+	res.Settings["route_at_start"] = "A" // the runner's doing
 
 	srvArgs := []string{"-q", "--qlog-dir=" + filepath.Join(env.Dir, "qlog-server"), "--cc=" + cc,
 		"--max-udp-payload-size=" + strconv.Itoa(MaxUDPPayload),
 		"--max-dyn-length=" + strconv.FormatInt(size, 10),
 		"-d", htdocs, "--timeout=30s",
 		srvIP, strconv.Itoa(Port), keyPath, certPath}
-	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Dir: env.Dir,
-		Cmd: env.Net.Command(ctx, env.Net.ServerNS(), h.Server, srvArgs...)})
+	srvCmd := env.Net.Command(ctx, env.Net.ServerNS(), h.Server, srvArgs...)
+	if env.KeyLog != "" {
+		// GnuTLS (not the example program) writes the NSS key log named by
+		// SSLKEYLOGFILE.
+		srvCmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+env.KeyLog)
+		res.KeyLogBy = "server"
+	}
+	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Dir: env.Dir, Cmd: srvCmd})
 	if err != nil {
 		return res, err
 	}
@@ -209,7 +184,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	var lastOff int64
 	var ignored int // packets the client dropped as arriving on a path it no longer uses
 	cliArgs := []string{"--qlog-dir=" + filepath.Join(env.Dir, "qlog-client"), "--cc=" + cc,
-		"--change-local-addr=" + strconv.FormatInt(env.MigrateAt.Milliseconds(), 10) + "ms",
+		"--change-local-addr=" + strconv.FormatInt(migrateAt.Milliseconds(), 10) + "ms",
 		"--no-quic-dump", "--no-http-dump", "--exit-on-all-streams-close",
 		"--download=" + dl, "--timeout=30s"}
 	if env.Scenario == run.NATRebind {
@@ -279,7 +254,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 			return
 		}
 		mu.Lock()
-		at := handshake.Add(env.MigrateAt - FlipLead)
+		at := handshake.Add(migrateAt - FlipLead)
 		mu.Unlock()
 		select {
 		case <-time.After(time.Until(at)):
@@ -294,7 +269,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		flipErr <- err
 	}()
 
-	crec := cli.Wait(4*env.Transfer + 90*time.Second)
+	crec := cli.Wait(env.Plan.ClientTimeout)
 	ferr := <-flipErr
 	// gtlsserver serves forever: give it a second to finish the closed
 	// connection, then SIGINT (its handler ends the event loop and the qlog
@@ -306,9 +281,6 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	srv.Stop(syscall.SIGINT, 5*time.Second)
 	srec := srv.Wait(time.Second)
 	res.Processes = []run.Process{srec, crec}
-	if err := env.Net.RouteVia(run.PathA); err != nil {
-		res.Notes = append(res.Notes, "restoring the route to path A failed: "+err.Error())
-	}
 	// The server kill is the harness's doing, not a failure.
 	res.Processes[0].Killed = true
 

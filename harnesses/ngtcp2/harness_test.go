@@ -34,7 +34,17 @@ func TestRunRepVeth(t *testing.T) {
 	for _, sc := range []run.Scenario{run.Standard, run.PortRebind} {
 		t.Run(string(sc), func(t *testing.T) {
 			dir := t.TempDir()
-			res, err := h.RunRep(context.Background(), run.RepEnv{Net: n, Scenario: sc, Transfer: 3 * time.Second, MigrateAt: 1 * time.Second, Dir: dir, Index: 1})
+			env := run.RepEnv{Net: n, Scenario: sc, Transfer: 3 * time.Second, MigrateAt: 1 * time.Second, Dir: dir, Index: 1}
+			plan, err := run.PlanRep(h.Capabilities(), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env.Plan = plan
+			// The runner's part: every repetition starts on path A.
+			if err := n.RouteVia(run.PathA); err != nil {
+				t.Fatal(err)
+			}
+			res, err := h.RunRep(context.Background(), env)
 			if err != nil {
 				t.Fatalf("RunRep: %v (dir %s)", err, dir)
 			}

@@ -74,26 +74,16 @@ func (h *Harness) ConfigureUpstream(o upstream.Options) error {
 	return nil
 }
 
-func (h *Harness) Scenarios() []run.Scenario {
-	return []run.Scenario{run.Standard, run.StepDown, run.PortRebind, run.NATRebind, run.MigrateBack}
-}
-
-// ValidateCC accepts the runner's names and picoquic's own.
-func (h *Harness) ValidateCC(cc string) error {
-	_, err := ccName(cc)
-	return err
-}
-
-func ccName(cc string) (string, error) {
-	switch cc {
-	case "":
-		return DefaultCC, nil
-	case "reno":
-		return "newreno", nil
-	case "newreno", "cubic", "dcubic", "fast", "bbr", "bbr1", "prague", "c4":
-		return cc, nil
+// Capabilities: all five scenarios; the runner's congestion control names
+// and picoquic's own.
+func (h *Harness) Capabilities() run.Capabilities {
+	sc := map[run.Scenario]string{}
+	for _, s := range run.AllScenarios {
+		sc[s] = ""
 	}
-	return "", fmt.Errorf("picoquic congestion control: reno|newreno|cubic|dcubic|fast|bbr|bbr1|prague|c4, not %q", cc)
+	return run.Capabilities{Scenarios: sc, DefaultCC: DefaultCC,
+		CCs:       []string{"newreno", "cubic", "dcubic", "fast", "bbr", "bbr1", "prague", "c4"},
+		CCAliases: map[string]string{"reno": "newreno"}}
 }
 
 // ensure builds or reuses the library and harness.
@@ -188,10 +178,7 @@ func (b *Built) settings() map[string]string {
 // RunRep runs one download with a migration.
 func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, error) {
 	res := run.RepResult{Settings: map[string]string{}}
-	cc, err := ccName(env.CC)
-	if err != nil {
-		return res, err
-	}
+	cc := env.Plan.CC
 	b, err := h.ensure(ctx)
 	if err != nil {
 		return res, err
@@ -203,20 +190,13 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	if ver, err := exec.CommandContext(ctx, bin, "version").Output(); err == nil {
 		res.Version = strings.TrimPrefix(strings.TrimSpace(string(ver)), "picoquic ") + "+" + b.Lib.Commit[:12]
 	}
-	rate := env.Net.PathRate(run.PathA)
-	if rb := env.Net.PathRate(run.PathB); rb > 0 && (rate == 0 || rb < rate) {
-		rate = rb
-	}
-	if rate <= 0 {
-		rate = 20_000_000
-	}
-	size := int64(float64(rate) / 8 * env.Transfer.Seconds() * 0.9)
+	size := env.Plan.BodyBytes
 	res.BodyBytes = size
 	res.Settings["cc"] = cc
 	res.Settings["body_bytes"] = strconv.FormatInt(size, 10)
-	res.Settings["migrate_at"] = env.MigrateAt.String()
+	res.Settings["migrate_at"] = env.Plan.MigrateAt().String()
 	if env.Scenario == run.MigrateBack {
-		res.Settings["back_after"] = env.BackAfter.String()
+		res.Settings["back_after"] = env.Plan.BackAfter().String()
 	}
 	res.Settings["migration_api"] = migrationAPI(env.Scenario)
 
@@ -231,7 +211,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		}
 	}
 	srvIP := env.Net.ServerAddr().String()
-	timeout := 4*env.Transfer + 60*time.Second
+	timeout := env.Plan.ClientGiveUp
 
 	var mu sync.Mutex
 	var parseErrs []string
@@ -253,10 +233,13 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		}
 	}
 	var served int64 = -1
+	if env.KeyLog != "" {
+		res.KeyLogBy = "server" // picoquic_set_key_log_file
+	}
 	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Dir: env.Dir,
 		Cmd: env.Net.Command(ctx, env.Net.ServerNS(), bin, "server", "--addr", srvIP, "--port", strconv.Itoa(Port),
 			"--cert", certPath, "--key", keyPath, "--qlog", qs, "--cc", cc, "--body", strconv.FormatInt(size, 10),
-			"--timeout-ms", strconv.FormatInt(timeout.Milliseconds(), 10)),
+			"--timeout-ms", strconv.FormatInt(timeout.Milliseconds(), 10), "--keylog", env.KeyLog),
 		OnStdout: onEvent("server", func(ev Event) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -287,8 +270,8 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		Cmd: env.Net.Command(ctx, env.Net.ClientNS(), bin, "client", "--addr", srvIP, "--port", strconv.Itoa(Port),
 			"--local-a", env.Net.ClientAddr(run.PathA).String(), "--local-b", env.Net.ClientAddr(run.PathB).String(),
 			"--qlog", qc, "--cc", cc, "--scenario", string(env.Scenario),
-			"--migrate-at-ms", strconv.FormatInt(env.MigrateAt.Milliseconds(), 10),
-			"--back-after-ms", strconv.FormatInt(env.BackAfter.Milliseconds(), 10),
+			"--migrate-at-ms", strconv.FormatInt(env.Plan.MigrateAt().Milliseconds(), 10),
+			"--back-after-ms", strconv.FormatInt(max(env.Plan.BackAfter(), 5*time.Second).Milliseconds(), 10),
 			"--timeout-ms", strconv.FormatInt(timeout.Milliseconds(), 10)),
 		OnStdout: onEvent("client", func(ev Event) {
 			mu.Lock()
@@ -332,7 +315,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		return res, err
 	}
 	defer cli.Kill()
-	crec := cli.Wait(timeout + 30*time.Second)
+	crec := cli.Wait(env.Plan.ClientTimeout)
 	// The server exits by itself once the closed connection is freed (its
 	// qlog is written then); give it time, then SIGINT (it frees the
 	// connection and writes the qlog before exiting).

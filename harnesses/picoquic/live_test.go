@@ -48,7 +48,7 @@ func TestLiveStandard(t *testing.T) {
 	}
 	t.Log("\n" + stdout.String())
 	r := sum.Reps[0]
-	if r.Status != "VALID" || !r.Completed {
+	if r.Status != run.Valid || !r.Completed {
 		t.Fatalf("rep %s (completed %v): %v %s", r.Status, r.Completed, r.Verification.Problems, r.Error)
 	}
 	if len(r.Verification.Evidence) < 3 {

@@ -50,11 +50,11 @@ func TestPicotlsCommit(t *testing.T) {
 
 func TestCCName(t *testing.T) {
 	for in, want := range map[string]string{"": "newreno", "reno": "newreno", "cubic": "cubic", "bbr": "bbr", "c4": "c4"} {
-		if got, err := ccName(in); err != nil || got != want {
-			t.Errorf("ccName(%q) = %q, %v; want %q", in, got, err, want)
+		if got, err := New(nil).Capabilities().ResolveCC(in); err != nil || got != want {
+			t.Errorf("ResolveCC(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := ccName("vegas"); err == nil || !strings.Contains(err.Error(), `not "vegas"`) {
-		t.Errorf("ccName(vegas): %v", err)
+	if _, err := New(nil).Capabilities().ResolveCC("vegas"); err == nil || !strings.Contains(err.Error(), `not "vegas"`) {
+		t.Errorf("ResolveCC(vegas): %v", err)
 	}
 }

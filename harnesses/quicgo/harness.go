@@ -33,9 +33,17 @@ func New() *Harness { return &Harness{} }
 
 func (h *Harness) Name() string { return "quic-go" }
 
-// Scenarios: all five. nat-rebind is emulated by a NAT-like PacketConn
-// under quic-go (the client's socket changes, quic-go is not told).
-func (h *Harness) Scenarios() []run.Scenario { return run.AllScenarios }
+// Capabilities: all five scenarios (nat-rebind is emulated by a NAT-like
+// PacketConn under quic-go: the client's socket changes, quic-go is not
+// told); one congestion controller.
+func (h *Harness) Capabilities() run.Capabilities {
+	sc := map[run.Scenario]string{}
+	for _, s := range run.AllScenarios {
+		sc[s] = ""
+	}
+	return run.Capabilities{Scenarios: sc, CCs: []string{"reno"}, DefaultCC: "reno",
+		CCWhy: "quic-go " + vOrUnknown() + " has one controller, NewReno (congestion.NewCubicSender(..., true /* use Reno */) in internal/ackhandler/sent_packet_handler.go, also on migration); use --cc reno or leave --cc unset"}
+}
 
 func (h *Harness) exe(env *run.RepEnv) (string, error) {
 	if h.Exe != "" {
@@ -77,9 +85,6 @@ func (h *Harness) Check(ctx context.Context) (run.Binaries, error) {
 // RunRep runs one download with a migration.
 func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, error) {
 	res := run.RepResult{Settings: map[string]string{}}
-	if err := h.ValidateCC(env.CC); err != nil {
-		return res, err
-	}
 	exe, err := h.exe(&env)
 	if err != nil {
 		return res, err
@@ -92,15 +97,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	res.Settings["cc"] = "reno (quic-go's only controller)"
 	res.Settings["initial_packet_size"] = strconv.Itoa(InitialPacketSize)
 	res.Params = map[string]run.Param{"S": {Value: InitialPacketSize, Source: "quic.Config.InitialPacketSize = 1280 set by the harness on both ends; quic-go's reset (connection.go MigratedPath) uses it as the max datagram size"}}
-
-	rate := env.Net.PathRate(run.PathA)
-	if rb := env.Net.PathRate(run.PathB); rb > 0 && (rate == 0 || rb < rate) {
-		rate = rb
-	}
-	if rate <= 0 {
-		rate = 20_000_000
-	}
-	size := int64(float64(rate) / 8 * env.Transfer.Seconds() * 0.9)
+	size := env.Plan.BodyBytes
 	res.BodyBytes = size
 	res.Settings["body_bytes"] = strconv.FormatInt(size, 10)
 
@@ -110,7 +107,10 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	var once sync.Once
 	srvCmd := env.Net.Command(ctx, env.Net.ServerNS(), exe, "__harness", "quic-go", "server",
 		"--listen", srvAddr, "--qlog", filepath.Join(env.Dir, "server.sqlog"),
-		"--linger", "10s")
+		"--linger", "10s", "--keylog", env.KeyLog)
+	if env.KeyLog != "" {
+		res.KeyLogBy = "server"
+	}
 	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Cmd: srvCmd, Dir: env.Dir,
 		OnStdout: func(line string) {
 			var ev Event
@@ -141,10 +141,6 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		return res, ctx.Err()
 	}
 
-	back := env.BackAfter
-	if back == 0 {
-		back = 5 * time.Second
-	}
 	var doneBytes int64
 	cliCmd := env.Net.Command(ctx, env.Net.ClientNS(), exe, "__harness", "quic-go", "client",
 		"--server", srvAddr,
@@ -152,10 +148,10 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		"--local-b", env.Net.ClientAddr(run.PathB).String(),
 		"--scenario", string(env.Scenario),
 		"--size", strconv.FormatInt(size, 10),
-		"--migrate-at", env.MigrateAt.String(),
-		"--back-after", back.String(),
+		"--migrate-at", env.Plan.MigrateAt().String(),
+		"--back-after", env.Plan.BackAfter().String(),
 		"--qlog", filepath.Join(env.Dir, "client.sqlog"),
-		"--timeout", (4*env.Transfer + 60*time.Second).String())
+		"--timeout", env.Plan.ClientGiveUp.String())
 	cli, err := run.Start(run.ProcSpec{Role: "client", NS: env.Net.ClientNS(), Cmd: cliCmd, Dir: env.Dir,
 		OnStdout: func(line string) {
 			var ev Event
@@ -182,7 +178,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		return res, err
 	}
 	defer cli.Kill()
-	crec := cli.Wait(4*env.Transfer + 90*time.Second)
+	crec := cli.Wait(env.Plan.ClientTimeout)
 	srec := srv.Wait(20 * time.Second)
 	res.Processes = []run.Process{srec, crec}
 	res.ServerTrace, res.ClientTrace = "server.sqlog", "client.sqlog"
@@ -193,14 +189,6 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		return res, ctx.Err()
 	}
 	return res, nil
-}
-
-// ValidateCC: quic-go v0.61.0 cannot select its congestion controller.
-func (h *Harness) ValidateCC(cc string) error {
-	if cc != "" && cc != "reno" {
-		return fmt.Errorf("quic-go %s cannot select congestion control %q: it has one controller, NewReno (congestion.NewCubicSender(..., true /* use Reno */) in internal/ackhandler/sent_packet_handler.go, also on migration); use --cc reno or leave --cc unset", vOrUnknown(), cc)
-	}
-	return nil
 }
 
 func exeQuicGoVersion(exe string) (version, sum string, err error) {

@@ -126,10 +126,10 @@ func TestCheckRefusesForeignExecutable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "rebuild") {
 		t.Fatalf("err = %v", err)
 	}
-	if err := New().ValidateCC("bbr"); err == nil || !strings.Contains(err.Error(), "NewReno") {
-		t.Fatalf("ValidateCC(bbr) = %v", err)
+	if _, err := New().Capabilities().ResolveCC("bbr"); err == nil || !strings.Contains(err.Error(), "NewReno") {
+		t.Fatalf("ResolveCC(bbr) = %v", err)
 	}
-	if err := New().ValidateCC(""); err != nil {
-		t.Fatal(err)
+	if cc, err := New().Capabilities().ResolveCC(""); err != nil || cc != "reno" {
+		t.Fatalf("ResolveCC(\"\") = %q, %v", cc, err)
 	}
 }

@@ -130,6 +130,10 @@ type ServerOptions struct {
 	// Linger is how long to wait for the client to close after the body is
 	// sent before closing from this side.
 	Linger time.Duration
+	// KeyLog, when set, is a file the TLS secrets are appended to in the
+	// NSS key log format (tls.Config.KeyLogWriter), for decrypting the
+	// repetition's wire capture.
+	KeyLog string
 }
 
 // RunServer accepts one connection, serves the body the client asks for on
@@ -152,7 +156,16 @@ func RunServer(ctx context.Context, o ServerOptions, stdout io.Writer) error {
 	}
 	tr := &quic.Transport{Conn: udp}
 	defer tr.Close()
-	ln, err := tr.Listen(serverTLS(cert), &quic.Config{
+	tlsConf := serverTLS(cert)
+	if o.KeyLog != "" {
+		kl, err := os.OpenFile(o.KeyLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("key log: %w", err)
+		}
+		defer kl.Close()
+		tlsConf.KeyLogWriter = kl
+	}
+	ln, err := tr.Listen(tlsConf, &quic.Config{
 		InitialPacketSize: InitialPacketSize,
 		MaxIdleTimeout:    30 * time.Second,
 		Tracer:            tracer,

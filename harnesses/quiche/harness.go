@@ -66,11 +66,18 @@ func New(opt Options) *Harness { return &Harness{opt: opt} }
 // Name is the implementation name data.Lookup knows.
 func (h *Harness) Name() string { return "quiche" }
 
-// Scenarios: all five. nat-rebind is emulated by the harness itself: the
+// Capabilities: all five scenarios; nat-rebind is emulated by the harness itself: the
 // client's quiche is never told; its datagrams simply start leaving from the
 // path-B socket and replies arriving there are handed to it as if addressed
 // to path A, which is what a NAT rebinding looks like to the server.
-func (h *Harness) Scenarios() []run.Scenario { return run.AllScenarios }
+func (h *Harness) Capabilities() run.Capabilities {
+	sc := map[run.Scenario]string{}
+	for _, s := range run.AllScenarios {
+		sc[s] = ""
+	}
+	return run.Capabilities{Scenarios: sc, CCs: []string{"cubic", "reno", "bbr"}, DefaultCC: "cubic",
+		CCWhy: "quiche " + QuicheVersion + "'s Config.setCcAlgorithmName accepts cubic, reno, bbr"}
+}
 
 // Check finds node (>= 20), installs the pinned binding on first use with
 // `npm ci` and verifies its sha256.
@@ -151,15 +158,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	if _, err := VerifyNative(h.dir); err != nil {
 		return res, err
 	}
-	cc := env.CC
-	if cc == "" {
-		cc = "cubic"
-	}
-	switch cc {
-	case "cubic", "reno", "bbr":
-	default:
-		return res, fmt.Errorf("quiche %s: unknown congestion control %q (Config.setCcAlgorithmName accepts cubic, reno, bbr)", QuicheVersion, cc)
-	}
+	cc := env.Plan.CC
 	res.Version = "quiche " + QuicheVersion + " (" + Package + "@" + PackageVersion + ")"
 	res.Settings["cc"] = cc
 	res.Settings["max_send_udp_payload_size"] = strconv.Itoa(MaxSendUDPPayload)
@@ -170,27 +169,9 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	res.Params = map[string]run.Param{"S": {Value: MaxSendUDPPayload,
 		Source: fmt.Sprintf("Config.setMaxSendUdpPayloadSize(%d) set by the harness on both ends; quiche's Recovery takes max_datagram_size from it (cross-checked against pathStats pmtu after the run)", MaxSendUDPPayload)}}
 
-	rate := env.Net.PathRate(run.PathA)
-	if rb := env.Net.PathRate(run.PathB); rb > 0 && (rate == 0 || rb < rate) {
-		rate = rb
-	}
-	transfer := env.Transfer
-	if transfer <= 0 {
-		transfer = 20 * time.Second
-	}
-	var size int64
-	if rate > 0 {
-		size = int64(float64(rate) / 8 * transfer.Seconds() * 0.9)
-	} else {
-		size = 1 << 40 // unshaped (loopback): the client stops at the deadline
-	}
+	size := env.Plan.BodyBytes
 	res.BodyBytes = size
 	res.Settings["body_bytes"] = strconv.FormatInt(size, 10)
-	// The client gives up this long after starting, whatever it received.
-	deadline := 3*transfer + 30*time.Second
-	if rate <= 0 {
-		deadline = transfer
-	}
 
 	localA := env.Net.ClientAddr(run.PathA)
 	localB := env.Net.ClientAddr(run.PathB)
@@ -201,13 +182,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	case run.NATRebind:
 		mode = "nat-rebind"
 	}
-	back := time.Duration(0)
-	if env.Scenario == run.MigrateBack {
-		back = env.BackAfter
-		if back <= 0 {
-			back = 5 * time.Second
-		}
-	}
+	back := env.Plan.BackAfter()
 	res.Settings["client_mode"] = mode
 
 	keyPEM, certPEM, err := run.SelfSigned("migaudit.invalid")
@@ -227,7 +202,11 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		"--cc", cc,
 		"--max-send-udp-payload", strconv.Itoa(MaxSendUDPPayload),
 		"--body-bytes", strconv.FormatInt(size, 10),
-		"--deadline-ms", strconv.FormatInt((deadline+30*time.Second).Milliseconds(), 10))
+		"--deadline-ms", strconv.FormatInt(env.Plan.ClientTimeout.Milliseconds(), 10),
+		"--keylog", env.KeyLog)
+	if env.KeyLog != "" {
+		res.KeyLogBy = "server"
+	}
 	srvCmd.Dir = h.dir
 	srvCmd.Env = pemEnv
 	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Cmd: srvCmd, Dir: env.Dir,
@@ -265,8 +244,8 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		"--out", filepath.Join(env.Dir, "client"),
 		"--cc", cc,
 		"--max-send-udp-payload", strconv.Itoa(MaxSendUDPPayload),
-		"--migrate-at-ms", strconv.FormatInt(env.MigrateAt.Milliseconds(), 10),
-		"--duration-ms", strconv.FormatInt(deadline.Milliseconds(), 10)}
+		"--migrate-at-ms", strconv.FormatInt(env.Plan.MigrateAt().Milliseconds(), 10),
+		"--duration-ms", strconv.FormatInt(env.Plan.ClientGiveUp.Milliseconds(), 10)}
 	if back > 0 {
 		args = append(args, "--back-after-ms", strconv.FormatInt(back.Milliseconds(), 10))
 	}
@@ -294,7 +273,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		return res, err
 	}
 	defer cli.Kill()
-	crec := cli.Wait(deadline + 30*time.Second)
+	crec := cli.Wait(env.Plan.ClientTimeout)
 	srec := srv.Wait(30 * time.Second)
 	res.Processes = []run.Process{srec, crec}
 	res.ServerTrace, res.ClientTrace = "server.csv", "client.csv"

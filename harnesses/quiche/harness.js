@@ -206,6 +206,7 @@ function makeConfig(args, isServer) {
   cfg.setActiveConnectionIdLimit(8);
   cfg.setDisableActiveMigration(false);
   cfg.setCcAlgorithmName(args.cc || 'cubic');
+  if (args.keylog) cfg.logKeys();
   // quiche stamps each packet's time_sent with the pacer's release time
   // (SendInfo.at). The binding hands `at` to JavaScript as an opaque
   // External, so the harness cannot wait for it; with pacing on, packets
@@ -268,6 +269,9 @@ class Endpoint {
     if (hdr.ty !== quiche.Type.Initial) return;
     const scid = crypto.randomBytes(quiche.MAX_CONN_ID_LEN);
     this.conn = quiche.Connection.accept(scid, null, local, { host: rinfo.address, port: rinfo.port }, this.config);
+    // TLS secrets in the NSS key log format, for decrypting the wire capture
+    // (Config.logKeys is set in makeConfig when --keylog is given).
+    if (this.keylog) this.conn.setKeylog(this.keylog);
     this.rec.conn = this.conn;
     this.rec.event({ event: 'harness', what: 'accepted', local: hp(local), peer: `${rinfo.address}:${rinfo.port}` });
     this.startSampling();
@@ -364,6 +368,7 @@ async function runServer(args) {
   const rec = new Recorder(base, 'server', null);
   const ep = new Endpoint('server', rec);
   ep.config = makeConfig(args, true);
+  ep.keylog = args.keylog || '';
   const listen = await ep.bind(parseHostPort(args.listen, 'listen'));
   const bodyBytes = Number(args['body-bytes'] || 1 << 30);
   const chunk = Buffer.alloc(65536, 0x61);

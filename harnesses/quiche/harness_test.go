@@ -60,9 +60,17 @@ func TestLoopbackScenarios(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			res, err := h.RunRep(ctx, run.RepEnv{Net: Loopback{}, Scenario: c.scenario, CC: "cubic",
+			env := run.RepEnv{Net: Loopback{}, Scenario: c.scenario, CC: "cubic",
 				Transfer: 3 * time.Second, MigrateAt: 800 * time.Millisecond, BackAfter: 800 * time.Millisecond,
-				Dir: dir, Index: 1})
+				Dir: dir, Index: 1}
+			var err error
+			if env.Plan, err = run.PlanRep(h.Capabilities(), env); err != nil {
+				t.Fatal(err)
+			}
+			// Loopback is unshaped: an endless body the client stops
+			// downloading after 3 s keeps the migration inside the transfer.
+			env.Plan.BodyBytes, env.Plan.ClientGiveUp = 1<<40, 3*time.Second
+			res, err := h.RunRep(ctx, env)
 			if err != nil {
 				t.Fatalf("RunRep: %v", err)
 			}
@@ -184,12 +192,12 @@ func TestRunOneRepetition(t *testing.T) {
 		t.Fatalf("%d repetitions", len(sum.Reps))
 	}
 	r := sum.Reps[0]
-	if r.Status == "SPOILED" && r.Fidelity != nil && r.Fidelity.Error == "" {
+	if r.Status == run.Spoiled && r.Fidelity != nil && r.Fidelity.Error == "" {
 		// One host stall is absorbed by the runner's re-runs; a host that
 		// spoiled every attempt measured itself, not quiche.
 		t.Skipf("host too busy: %d attempts spoiled, the last by: %v", len(sum.Spoiled)+1, r.Fidelity.Problems)
 	}
-	if r.Status != "VALID" {
+	if r.Status != run.Valid {
 		t.Fatalf("repetition %s: %s %v", r.Status, r.Error, r.Verification.Problems)
 	}
 	s, err := Summarize(r.Dir, "server")

@@ -8,7 +8,7 @@ import (
 )
 
 // `migaudit run --impl quiche` finds the harness through the runner's
-// registry; cmd/migaudit-core/quiche.go imports this package for its side effect.
+// registry; cmd/migaudit/quiche.go imports this package for its side effect.
 func init() {
 	run.Register("quiche", func() run.Harness {
 		return New(Options{Log: func(s string) { fmt.Fprintln(os.Stderr, "migaudit: "+s) }})

@@ -3,11 +3,11 @@ package run
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/migaudit/migaudit/discriminator"
+	"github.com/migaudit/migaudit/harnesses/fidelity"
 )
 
 // FidelityMeter is optionally implemented by a Net whose emulator records
@@ -21,299 +21,27 @@ type FidelityMeter interface {
 	Fidelity(from, to int64, tol time.Duration) (FidelityWindow, error)
 }
 
-// FidelityWindow is the emulator's own measurement of one window (the
-// JSON of harnesses/testbed.Fidelity).
-type FidelityWindow struct {
-	FromNS          int64                  `json:"from_ns"`
-	ToNS            int64                  `json:"to_ns"`
-	LateToleranceNS int64                  `json:"late_tolerance_ns"`
-	Dirs            map[string]DirFidelity `json:"dirs"`
-	Stalls          []Stall                `json:"stalls"`
-	SentinelSamples int                    `json:"sentinel_samples"`
-	Truncated       bool                   `json:"truncated,omitempty"`
-}
+// FidelityWindow, DirFidelity and Stall are the emulator's own
+// measurement of one window (harnesses/fidelity, which the testbed
+// measures into): DirFidelity is one path direction ("A/up" = client →
+// server on path A), Stall one host stall seen by its sentinel.
+type (
+	FidelityWindow = fidelity.Window
+	DirFidelity    = fidelity.Dir
+	Stall          = fidelity.Stall
+)
 
-// DirFidelity is one path direction ("A/up" = client → server on path A).
-type DirFidelity struct {
-	Packets        int     `json:"packets"`
-	Bytes          int64   `json:"bytes"`
-	FirstSentNS    int64   `json:"first_sent_ns,omitempty"`
-	LastSentNS     int64   `json:"last_sent_ns,omitempty"`
-	RateBps        float64 `json:"rate_bps"`
-	DelayMedianNS  int64   `json:"delay_median_ns"`
-	DelayP99NS     int64   `json:"delay_p99_ns"`
-	LateMedianNS   int64   `json:"late_median_ns"`
-	LateP99NS      int64   `json:"late_p99_ns"`
-	LateMaxNS      int64   `json:"late_max_ns"`
-	LateMaxAtNS    int64   `json:"late_max_at_ns,omitempty"`
-	LateOver       int     `json:"late_over_tolerance"`
-	LateFraction   float64 `json:"late_fraction"`
-	QueueDrops     int     `json:"queue_drops"`
-	LossDrops      int     `json:"loss_drops"`
-	WriteDrops     int     `json:"write_drops"`
-	EarliestLateNS int64   `json:"earliest_late_ns,omitempty"`
-}
+// The rule that judges a window lives beside its types in
+// harnesses/fidelity; these are its names in the runner's records.
+type (
+	FidelityRule   = fidelity.Rule
+	CrossPath      = fidelity.CrossPath
+	RTTSampleCheck = fidelity.SampleCheck
+	Span           = fidelity.Span
+)
 
-// Stall is one host stall seen by the emulator's sentinel: a 1 ms
-// real-time wake-up that began at AtNS and came LateNS late.
-type Stall struct {
-	AtNS   int64 `json:"at_ns"`
-	LateNS int64 `json:"late_ns"`
-}
-
-// FidelityRuleName names the rule below in every manifest. The first rule
-// (no name; fixed limits: every packet around an RTT sample within 1 ms, no
-// stall there over 2 ms, at most 1 % or 2 packets per direction over 1 ms)
-// was stricter everywhere the verdict is concerned; manifests judged by it
-// are re-judged by this one from their raw figures.
-const FidelityRuleName = "verdict-sensitivity/2"
-
-// FidelityRule is what a repetition's verdict window must satisfy: the
-// emulation may be imperfect, but never in a way that could have changed
-// the repetition's verdict. The values are recorded in every manifest; the
-// validator holds its own copy and refuses a manifest whose rule is looser.
-//
-// What lateness and stalls can do to the verdict. Every path direction is
-// FIFO (a late packet delays every packet behind it, never overtakes or is
-// overtaken by one on the same path), so within a path a late packet
-// cannot make a packet look lost: RFC 9002 declares a packet lost only
-// when a later one is acknowledged first (3 packets, or 9/8 RTT, later).
-// What lateness does is (1) inflate the RTT samples taken across it, (2)
-// shift the ACK clock, and (3), while both paths carry traffic in one
-// direction, let a packet on one path be overtaken by a later one on the
-// other, which can look like a loss. The window's classification (reset:
-// exactly the initial window; loss backoff: β × the previous window; loss
-// floor: the minimum window) reads exact window values, which timing does
-// not change, so (2) and (3) matter only where they could create or remove
-// a loss: that is what the stall and cross-path limits bound, and (1) is
-// what the RTT-sample rule bounds.
-type FidelityRule struct {
-	Name string `json:"name"`
-	// LateToleranceNS: a packet written later than this after its
-	// scheduled time counts as "late" in the recorded figures
-	// (late_over_tolerance, late_fraction), which are kept for every
-	// direction but not judged by a share: the schedule is absolute (each
-	// packet is due at its arrival plus the path's delay, whatever its
-	// predecessors did), so lateness does not accumulate, and a share of
-	// late packets changes nothing a single one of them could not. It is
-	// also the cross-path limit on the slower path (below).
-	LateToleranceNS int64 `json:"late_tolerance_ns"`
-	// MaxStallNS: no host stall in the reset window may be longer. The
-	// reset window runs from the scope's start (before path validation)
-	// to two new-path RTTs after the first window decrease that follows
-	// the migration (the end of the scope when there is none): the
-	// exchange the Q1 verdict reads. A stall freezes the endpoints and
-	// cannot make a packet look lost (FIFO, above), and a PTO alone does
-	// not touch the window; what a stall does is shift the ACK clock. Half
-	// the shortest path RTT (10 ms at 20 ms) keeps that shift below the
-	// difference between the paths the verdict tells apart, and far below
-	// the 3 PTOs of persistent congestion, the one way a pause collapses a
-	// window.
-	MaxStallNS int64 `json:"max_stall_ns"`
-	// ResetWindowRTTs is how many new-path RTTs after the first decrease
-	// the reset window extends.
-	ResetWindowRTTs int `json:"reset_window_rtts"`
-	// OneWayANS / OneWayBNS are the paths' configured one-way delays
-	// (half their RTTs), from which the cross-path limits follow.
-	OneWayANS int64 `json:"one_way_a_ns"`
-	OneWayBNS int64 `json:"one_way_b_ns"`
-	// FastPathReorderNS / SlowPathReorderNS / PacketThreshold: while
-	// the other path carries traffic in the same direction (CrossPath
-	// spans), a late packet could be overtaken by one sent after it on
-	// the other path, which is how lateness could make a packet look
-	// lost. With d the one-way delays' difference (10 ms for 20 and
-	// 40 ms paths) and RFC 9002's thresholds (a packet is lost once 3
-	// later ones, or any later one 9/8 RTT after it, are acknowledged):
-	//   - faster path: a packet sent before one on the slower path still
-	//     arrives first unless it is more than d late, so up to d (capped
-	//     at MaxStallNS for the ACK clock) it cannot be overtaken at all;
-	//   - slower path: the faster path's later packets overtake it by d
-	//     already; lateness ℓ lengthens that to d + ℓ. The time threshold
-	//     is not reached while d + ℓ < 9/8 of the shortest RTT (22.5 ms:
-	//     ℓ < 12.5 ms, capped at MaxStallNS). The packet threshold is not
-	//     changed by ℓ when the faster path carried at most 2 packets in
-	//     the span (never 3 overtakers), or at least 3 per d on average
-	//     (3 overtakers already without ℓ); between the two the limit is
-	//     the 1 ms tolerance (at most 2 packet times at 20 Mbit/s).
-	FastPathReorderNS int64 `json:"fast_path_reorder_ns"`
-	SlowPathReorderNS int64 `json:"slow_path_reorder_ns"`
-	PacketThreshold   int   `json:"packet_threshold"`
-	// SampleRule: lateness and stalls only inflate an RTT sample; with L
-	// every host stall around the sample (from one sample RTT + 5 ms
-	// before it to it) plus the worst lateness of a packet on an up
-	// direction and on a down direction that no stall explains
-	// (SampleInflation), the sample's attribution must be the same for
-	// every value from the measured one down to the measured one minus L.
-	// Otherwise the host could have decided the attribution.
-	SampleRule string `json:"sample_rule"`
-	// MinSentinelShare: the sentinel must have run through the window
-	// (at least this share of its 1 ms wake-ups); otherwise the absence of
-	// stalls proves nothing.
-	MinSentinelShare float64 `json:"min_sentinel_share"`
-}
-
-// DefaultFidelityRule is the rule for paths A and B of these RTTs.
-func DefaultFidelityRule(rttA, rttB time.Duration) FidelityRule {
-	minRTT := min(rttA, rttB)
-	if minRTT <= 0 {
-		minRTT = max(rttA, rttB)
-	}
-	stall := int64(minRTT / 2)
-	if stall <= 0 {
-		stall = int64(10 * time.Millisecond)
-	}
-	tol := int64(time.Millisecond)
-	diff := int64(rttA-rttB) / 2
-	if diff < 0 {
-		diff = -diff
-	}
-	timeThreshold := int64(minRTT) * 9 / 8
-	return FidelityRule{
-		Name:              FidelityRuleName,
-		LateToleranceNS:   tol,
-		MaxStallNS:        stall,
-		ResetWindowRTTs:   2,
-		OneWayANS:         int64(rttA / 2),
-		OneWayBNS:         int64(rttB / 2),
-		FastPathReorderNS: max(tol, min(stall, diff)),
-		SlowPathReorderNS: max(tol, min(stall, timeThreshold-diff)),
-		PacketThreshold:   3,
-		SampleRule:        "the attribution of the measured sample equals that of every value down to the sample minus (host stalls + worst up and down lateness no stall explains) around it",
-		MinSentinelShare:  0.5,
-	}
-}
-
-// ReorderLimit is the cross-path limit for a packet on path p ("A"/"B")
-// written in a span of spanNS in which the other path wrote otherPackets
-// in the same direction (spanNS 0: the density there is unknown).
-func (r FidelityRule) ReorderLimit(p string, otherPackets int, spanNS int64) int64 {
-	own, other := r.OneWayANS, r.OneWayBNS
-	if p == "B" {
-		own, other = other, own
-	}
-	if d := other - own; d > r.LateToleranceNS {
-		return r.FastPathReorderNS
-	}
-	d := own - other
-	if otherPackets < r.PacketThreshold || (d > 0 && spanNS > 0 && int64(otherPackets)*d >= int64(r.PacketThreshold)*spanNS) {
-		return r.SlowPathReorderNS
-	}
-	return r.LateToleranceNS
-}
-
-// CrossPath is one direction's lateness while the other path carried
-// traffic in the same direction: the span (CrossPathSpan) in which a
-// packet written on this path could have been overtaken by one sent after
-// it on the other.
-type CrossPath struct {
-	Dir          string `json:"dir"`
-	Other        string `json:"other"`
-	FromNS       int64  `json:"from_ns"`
-	ToNS         int64  `json:"to_ns"`
-	Packets      int    `json:"packets"`
-	OtherPackets int    `json:"other_packets"`
-	LateMaxNS    int64  `json:"late_max_ns"`
-	LateOver     int    `json:"late_over_tolerance"`
-	LimitNS      int64  `json:"limit_ns"`
-	Measured     bool   `json:"measured"` // false: the whole window's figures stand in
-}
-
-// RTTSampleCheck is the sensitivity of one RTT-attribution sample to the
-// lateness and stalls measured around it.
-type RTTSampleCheck struct {
-	ValueUS           int64  `json:"value_us"`
-	AtUS              int64  `json:"at_us"`
-	OldPathUS         int64  `json:"old_path_us,omitempty"`
-	OldPathMeasuredUS int64  `json:"old_path_measured_us,omitempty"`
-	NewPathUS         int64  `json:"new_path_us,omitempty"`
-	DefaultUS         int64  `json:"default_us,omitempty"`
-	LateUpNS          int64  `json:"late_up_ns"`
-	LateDownNS        int64  `json:"late_down_ns"`
-	StallsNS          int64  `json:"stalls_ns"`
-	InflationNS       int64  `json:"inflation_ns"`
-	LowestUS          int64  `json:"lowest_us"`
-	Attribution       string `json:"attribution"`
-	// ChangesAtUS is the highest value below the measured one whose
-	// attribution differs (0: none down to LowestUS), ChangesTo that
-	// attribution.
-	ChangesAtUS int64  `json:"changes_at_us,omitempty"`
-	ChangesTo   string `json:"changes_to,omitempty"`
-	Decided     bool   `json:"decided"`
-}
-
-// stallsOverlapping is the stalls (deduplicated by start) whose span
-// [start, start + lateness] overlaps [from, to], in order.
-func stallsOverlapping(all []Stall, from, to int64) []Stall {
-	seen := map[int64]bool{}
-	var out []Stall
-	for _, s := range all {
-		if seen[s.AtNS] || s.AtNS > to || s.AtNS+s.LateNS < from {
-			continue
-		}
-		seen[s.AtNS] = true
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].AtNS < out[j].AtNS })
-	return out
-}
-
-// SampleInflation is the most lateness and stalls can have added to an
-// RTT sample measured across window w: every stall, plus the worst
-// lateness on an up direction and on a down direction unless a stall
-// explains it. A host stall adds its length once to any chain of events
-// that runs through it, so a packet late because the emulator was frozen
-// by that stall (due and written within it, give or take the sentinel's
-// 1 ms period) is the stall, counted once.
-func SampleInflation(w FidelityWindow) (up, down, stalls int64) {
-	for _, s := range w.Stalls {
-		stalls += max(s.LateNS, 0)
-	}
-	for k, d := range w.Dirs {
-		l := max(d.LateMaxNS, 0)
-		if l == 0 || stallExplains(w.Stalls, d.LateMaxAtNS-l, d.LateMaxAtNS) {
-			continue
-		}
-		if strings.HasSuffix(k, "/up") {
-			up = max(up, l)
-		} else {
-			down = max(down, l)
-		}
-	}
-	return up, down, stalls
-}
-
-// stallPeriodNS is the sentinel's wake-up period: a stall's start and end
-// are known to within it.
-const stallPeriodNS = int64(time.Millisecond)
-
-// stallExplains says whether one stall spans a packet's lateness, from
-// when it was due to when it was written.
-func stallExplains(stalls []Stall, due, written int64) bool {
-	if written <= 0 {
-		return false
-	}
-	for _, s := range stalls {
-		if s.AtNS-stallPeriodNS <= due && written <= s.AtNS+s.LateNS+2*stallPeriodNS {
-			return true
-		}
-	}
-	return false
-}
-
-// CheckSample asks classify whether a sample of v µs has the same
-// attribution at every whole µs down to v minus inflation (ns).
-func CheckSample(v, inflation int64, classify func(int64) string) RTTSampleCheck {
-	c := RTTSampleCheck{ValueUS: v, InflationNS: inflation, Attribution: classify(v), Decided: true}
-	lo := max(v-(inflation+999)/1000, 1)
-	c.LowestUS = lo
-	for x := v - 1; x >= lo; x-- {
-		if a := classify(x); a != c.Attribution {
-			c.ChangesAtUS, c.ChangesTo, c.Decided = x, a, false
-			break
-		}
-	}
-	return c
-}
+// FidelityRuleName names the rule in every manifest.
+const FidelityRuleName = fidelity.RuleName
 
 // Fidelity is the manifest's "fidelity" block.
 type Fidelity struct {
@@ -348,13 +76,6 @@ type Fidelity struct {
 	Error    string   `json:"error,omitempty"`
 }
 
-// Span is an interval of the emulator's clock with how it was placed.
-type Span struct {
-	FromNS int64  `json:"from_ns"`
-	ToNS   int64  `json:"to_ns"`
-	Basis  string `json:"basis"`
-}
-
 // FidelityAnchor maps trace time to emulator time.
 type FidelityAnchor struct {
 	EmulatorNS int64  `json:"emulator_ns"`
@@ -368,7 +89,7 @@ func (a *FidelityAnchor) traceToMono(us int64) int64 { return a.EmulatorNS + (us
 // measureFidelity builds the fidelity block of one repetition run between
 // from and to (meter clock), whose analyses are an and ret (either nil).
 func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an, ret *discriminator.Analysis, from, to, wallToMono int64) *Fidelity {
-	f := &Fidelity{Clock: "CLOCK_MONOTONIC ns (the emulator's, shared by every process on the host)", Rule: DefaultFidelityRule(netw.PathRTT(PathA), netw.PathRTT(PathB))}
+	f := &Fidelity{Clock: "CLOCK_MONOTONIC ns (the emulator's, shared by every process on the host)", Rule: fidelity.DefaultRule(netw.PathRTT(PathA), netw.PathRTT(PathB))}
 	tol := time.Duration(f.Rule.LateToleranceNS)
 	rep, err := fm.Fidelity(from, to, tol)
 	if err != nil {
@@ -417,9 +138,9 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 			// A stall that began before the window and ran into it froze
 			// the sample's round trip too: take those from the
 			// repetition's list.
-			w.Stalls = stallsOverlapping(append(slices.Clone(w.Stalls), rep.Stalls...), w.FromNS, w.ToNS)
-			up, down, st := SampleInflation(w)
-			c := CheckSample(ref.FirstAfterUS, up+down+st, ref.Classify)
+			w.Stalls = fidelity.StallsOverlapping(append(slices.Clone(w.Stalls), rep.Stalls...), w.FromNS, w.ToNS)
+			up, down, st := fidelity.SampleInflation(w)
+			c := fidelity.CheckSample(ref.FirstAfterUS, up+down+st, ref.Classify)
 			c.AtUS, c.LateUpNS, c.LateDownNS, c.StallsNS = ref.FirstAfterAtUS, up, down, st
 			c.OldPathUS, c.OldPathMeasuredUS, c.NewPathUS, c.DefaultUS = ref.OldPathUS, ref.OldPathMeasuredUS, ref.NewPathUS, ref.DefaultUS
 			if err != nil {
@@ -440,43 +161,17 @@ func measureFidelity(fm FidelityMeter, sc Scenario, netw Net, res RepResult, an,
 		f.ResetWindows = []Span{{FromNS: win.FromNS, ToNS: win.ToNS, Basis: "the whole verdict window"}}
 	}
 	f.CrossPaths = crossPaths(fm, f.Rule, win, tol)
-	f.Problems = JudgeFidelity(f.Rule, win, f.ResetWindows, f.CrossPaths, f.Samples, f.RTTSamples)
+	f.Problems = fidelity.Judge(f.Rule, win, f.ResetWindows, f.CrossPaths, f.Samples, f.RTTSamples)
 	f.Held = len(f.Problems) == 0
 	f.Summary = summariseFidelity(f)
 	return f
 }
 
-// CrossPathSpan is where a packet on direction dir (e.g. "A/up") of the
-// window could be overtaken by one sent after it on the other path in the
-// same direction. A packet written at w, ℓ late, was sent at w − ℓ − its
-// one-way delay; a packet of the other path sent after it is written
-// after w − ℓ + (other's delay − own delay) and must be written by w, and
-// within the other direction's first and last writes: w from the other's
-// first write to its last + ℓ + (own delay − other's delay, if positive),
-// with ℓ this direction's worst lateness, within the window. ok is false
-// when the other path carried nothing there.
-func CrossPathSpan(r FidelityRule, win FidelityWindow, dir string) (other string, from, to int64, ok bool) {
-	p, rest, _ := strings.Cut(dir, "/")
-	op := "B"
-	own, oth := r.OneWayANS, r.OneWayBNS
-	if p == "B" {
-		op, own, oth = "A", r.OneWayBNS, r.OneWayANS
-	}
-	other = op + "/" + rest
-	o, has := win.Dirs[other]
-	if !has || o.Packets == 0 || o.FirstSentNS == 0 {
-		return other, 0, 0, false
-	}
-	from = max(win.FromNS, o.FirstSentNS)
-	to = min(win.ToNS, o.LastSentNS+max(win.Dirs[dir].LateMaxNS, 0)+max(own-oth, 0))
-	return other, from, to, to >= from
-}
-
 // crossPaths measures every direction's lateness in its CrossPathSpan.
 func crossPaths(fm FidelityMeter, r FidelityRule, win FidelityWindow, tol time.Duration) []CrossPath {
 	var out []CrossPath
-	for _, k := range sortedDirs(win.Dirs) {
-		other, from, to, ok := CrossPathSpan(r, win, k)
+	for _, k := range fidelity.SortedDirs(win.Dirs) {
+		other, from, to, ok := fidelity.CrossPathSpan(r, win, k)
 		if !ok {
 			continue
 		}
@@ -548,83 +243,6 @@ func ResetWindow(a *discriminator.Analysis, newRTT time.Duration, rtts int) Span
 		Basis: fmt.Sprintf("trace %.3f–%.3f s: scope start to %d new-path RTTs after the first decrease after the migration (%.3f s)", float64(a.ScopeFromUS)/1e6, float64(to)/1e6, rtts, float64(first)/1e6)}
 }
 
-// JudgeFidelity applies the rule to a verdict window, its reset windows
-// (where the stall rule applies), its directions' cross-path spans and its
-// RTT samples (windows and sensitivity) and returns what did not hold,
-// with numbers (nil: it held).
-func JudgeFidelity(r FidelityRule, win FidelityWindow, resets []Span, cross []CrossPath, sampleWins []FidelityWindow, samples []RTTSampleCheck) []string {
-	var out []string
-	span := float64(win.ToNS-win.FromNS) / 1e6 // expected 1 ms wake-ups
-	if span >= 10 && float64(win.SentinelSamples) < r.MinSentinelShare*span {
-		out = append(out, fmt.Sprintf("the sentinel woke %d times in a %.0f ms window (want ≥ %.0f%%): host stalls unknown", win.SentinelSamples, span, 100*r.MinSentinelShare))
-	}
-	var over []Stall
-	var worst Stall
-	inReset := func(at int64) bool {
-		for _, rw := range resets {
-			if at >= rw.FromNS && at <= rw.ToNS {
-				return true
-			}
-		}
-		return false
-	}
-	for _, s := range win.Stalls {
-		if s.LateNS > r.MaxStallNS && inReset(s.AtNS) {
-			over = append(over, s)
-			if s.LateNS > worst.LateNS {
-				worst = s
-			}
-		}
-	}
-	switch len(over) {
-	case 0:
-	case 1:
-		out = append(out, fmt.Sprintf("host stall of %.1f ms in the reset window, %+.3f s into the verdict window (limit %.1f ms)", msf(worst.LateNS), float64(worst.AtNS-win.FromNS)/1e9, msf(r.MaxStallNS)))
-	default:
-		out = append(out, fmt.Sprintf("%d host stalls longer than %.1f ms in the reset window, the worst %.1f ms at %+.3f s into the verdict window", len(over), msf(r.MaxStallNS), msf(worst.LateNS), float64(worst.AtNS-win.FromNS)/1e9))
-	}
-	for _, c := range cross {
-		if c.LateMaxNS > c.LimitNS {
-			how := "measured there"
-			if !c.Measured {
-				how = "the whole window's worst, the span unmeasured"
-			}
-			out = append(out, fmt.Sprintf("path %s: a packet %.2f ms late while path %s carried traffic (%+.3f–%+.3f s into the verdict window, %d packets there, %s): it could have been overtaken and looked lost (limit %.2f ms)",
-				c.Dir, msf(c.LateMaxNS), c.Other, float64(c.FromNS-win.FromNS)/1e9, float64(c.ToNS-win.FromNS)/1e9, c.OtherPackets, how, msf(c.LimitNS)))
-		}
-	}
-	for _, k := range sortedDirs(win.Dirs) {
-		if d := win.Dirs[k]; d.WriteDrops > 0 {
-			out = append(out, fmt.Sprintf("path %s: %d packets the emulator could not deliver (write failed)", k, d.WriteDrops))
-		}
-	}
-	if win.Truncated {
-		out = append(out, "the emulator's record of the window was overwritten (repetition longer than its ring)")
-	}
-	for i, c := range samples {
-		if i < len(sampleWins) && sampleWins[i].Truncated {
-			out = append(out, fmt.Sprintf("RTT sample %d: the lateness around it was not measured", i+1))
-			continue
-		}
-		if !c.Decided {
-			out = append(out, fmt.Sprintf("RTT sample %d: %.3f ms (%s) could be as low as %.3f ms without the %.2f ms the host may have added (packets %.2f ms late up + %.2f ms down, stalls %.2f ms), and at %.3f ms it reads %s",
-				i+1, float64(c.ValueUS)/1000, c.Attribution, float64(c.LowestUS)/1000, msf(c.InflationNS), msf(c.LateUpNS), msf(c.LateDownNS), msf(c.StallsNS), float64(c.ChangesAtUS)/1000, c.ChangesTo))
-		}
-	}
-	return out
-}
-
-func sortedDirs(m map[string]DirFidelity) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-func msf(ns int64) float64 { return float64(ns) / 1e6 }
-
 // summariseFidelity is the table's one-line form, e.g. "held: late>1ms 0.02%,
 // p99 +0.08 ms, stalls 3 (max 1.8 ms) in 2.05 s".
 func summariseFidelity(f *Fidelity) string {
@@ -651,7 +269,7 @@ func summariseFidelity(f *Fidelity) string {
 	}
 	word := "held"
 	if !f.Held {
-		word = "SPOILED"
+		word = string(Spoiled)
 	}
 	frac := 0.0
 	if pk > 0 {
@@ -665,9 +283,11 @@ func summariseFidelity(f *Fidelity) string {
 func stallWords(reps []RepSummary) string {
 	var parts []string
 	for _, r := range reps {
-		if r.Status == "SPOILED" && r.Fidelity != nil {
+		if r.Status == Spoiled && r.Fidelity != nil {
 			parts = append(parts, fmt.Sprintf("rep %d try %d: %s", r.Rep, r.Attempt, strings.Join(r.Fidelity.Problems, "; ")))
 		}
 	}
 	return strings.Join(parts, " | ")
 }
+
+func msf(ns int64) float64 { return float64(ns) / 1e6 }

@@ -15,27 +15,16 @@ type Harness interface {
 	Name() string
 	// Check verifies the executables (or native modules) the harness runs.
 	Check(ctx context.Context) (Binaries, error)
-	// Scenarios lists the scenarios the harness can run; a scenario missing
-	// here is reported by the runner as unsupported, with Unsupported's reason.
-	Scenarios() []Scenario
-	// RunRep runs one repetition. The returned error is for failures to run
-	// at all (a process did not start, the transfer never began); a run that
-	// completed but looks wrong is returned without error and is caught by
-	// the runner's verification.
+	// Capabilities says which scenarios the harness can run (with the
+	// reason for each it cannot) and which congestion controllers it can
+	// select; the runner rejects what it cannot do before the testbed is
+	// brought up.
+	Capabilities() Capabilities
+	// RunRep runs one repetition as env.Plan says. The returned error is
+	// for failures to run at all (a process did not start, the transfer
+	// never began); a run that completed but looks wrong is returned
+	// without error and is caught by the runner's verification.
 	RunRep(ctx context.Context, env RepEnv) (RepResult, error)
-}
-
-// Unsupported is optionally implemented by a harness to say why a scenario
-// it does not list cannot be run ("quic-go's client API cannot change its
-// address without path validation").
-type Unsupported interface {
-	Unsupported(s Scenario) string
-}
-
-// CCValidator is optionally implemented by a harness to reject a --cc it
-// cannot run before the testbed is brought up.
-type CCValidator interface {
-	ValidateCC(cc string) error
 }
 
 // Scenario names a migration experiment.
@@ -130,21 +119,25 @@ type PathCounter struct {
 	FromServerDrops int64 `json:"from_server_drops,omitempty"`
 }
 
-// RepEnv is everything one repetition needs.
+// RepEnv is everything one repetition needs. Scenario, CC, Transfer,
+// MigrateAt and BackAfter are the user's request; Plan is what the runner
+// made of it, and what a harness runs.
 type RepEnv struct {
 	Net      Net
 	Scenario Scenario
-	// CC is "cubic", "reno" or "bbr"; a harness that cannot select it
-	// returns an error from RunRep naming what it can do.
+	// CC is the --cc as given ("" = the implementation's default); the
+	// resolved name is Plan.CC.
 	CC string
-	// Transfer is the intended duration of the download; the harness sizes
-	// the body from it and Net.PathRate.
+	// Transfer is the intended duration of the download (Plan.BodyBytes is
+	// sized from it).
 	Transfer time.Duration
 	// MigrateAt is when, after the handshake, the client migrates.
 	MigrateAt time.Duration
 	// BackAfter is, for migrate-back, how long after the first migration
 	// the client returns to path A.
 	BackAfter time.Duration
+	// Plan is the runner's plan for this repetition (PlanRep).
+	Plan RepPlan
 	// Dir is this repetition's own directory: exists, empty, never reused.
 	Dir string
 	// Index is the repetition number, from 1.
@@ -152,6 +145,11 @@ type RepEnv struct {
 	// SelfExe is the migaudit executable, for harnesses whose client and
 	// server are migaudit's own hidden subcommands.
 	SelfExe string
+	// KeyLog is the absolute path (Dir/keylog.txt) where at least one
+	// endpoint writes the connection's TLS secrets in the NSS key log format
+	// (server preferred; both may append), so the wire capture can be
+	// decrypted. The harness says which endpoint did in RepResult.KeyLogBy.
+	KeyLog string
 	// Progress, when non-nil, is called with bytes downloaded so far and the
 	// body size; it must be cheap.
 	Progress func(done, total int64)
@@ -209,6 +207,9 @@ type RepResult struct {
 	ReceivedBytes int64 `json:"received_bytes"`
 	// Completed is true when the client received the whole body.
 	Completed bool `json:"completed"`
+	// KeyLogBy names the endpoint that was told to write RepEnv.KeyLog
+	// ("server", "client", "both"); empty when none can.
+	KeyLogBy string `json:"keylog_by,omitempty"`
 	// Version is the implementation version actually run.
 	Version string   `json:"version"`
 	Notes   []string `json:"notes,omitempty"`

@@ -45,6 +45,9 @@ func Reanalyse(dir string) (bool, error) {
 	if !files.IsArray() || files.Index <= 0 {
 		return false, fmt.Errorf("reanalyse %s: no \"files\" list to bring up to date", mp)
 	}
+	if st, _ := Judge(&man); man.Status != "" && st != man.Status {
+		return false, fmt.Errorf("reanalyse %s: recorded status %s does not follow from the record (its verification, fidelity and error give %s)", mp, man.Status, st)
+	}
 	if man.Result.ServerTrace == "" {
 		return false, fmt.Errorf("reanalyse %s: manifest names no server trace", mp)
 	}

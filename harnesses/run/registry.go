@@ -13,7 +13,7 @@ var (
 )
 
 // Register makes a harness available to `migaudit run --impl name`. Call it
-// from the harness package's init; cmd/migaudit-core imports the package (a
+// from the harness package's init; cmd/migaudit imports the package (a
 // blank import in the harness owner's own cmd file is enough).
 func Register(name string, newHarness func() Harness) {
 	regMu.Lock()

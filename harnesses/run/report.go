@@ -30,7 +30,7 @@ func PrintTable(w io.Writer, s *Summary) {
 			moved = movedTo(r)
 		}
 		id := strconv.Itoa(r.Rep)
-		if r.Attempt > 1 || r.Status == "SPOILED" {
+		if r.Attempt > 1 || r.Status == Spoiled {
 			id = fmt.Sprintf("%d.%d", r.Rep, r.Attempt)
 		}
 		fid := "-"
@@ -38,7 +38,7 @@ func PrintTable(w io.Writer, s *Summary) {
 			fid = r.Fidelity.Summary
 		}
 		a := r.Analysis
-		if a == nil || r.Status == "SPOILED" {
+		if a == nil || r.Status == Spoiled {
 			// Never a verdict on spoiled data.
 			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%v\t%s\n", id, r.Status, moved, r.Completed, fid)
 			continue
@@ -56,9 +56,9 @@ func PrintTable(w io.Writer, s *Summary) {
 	tw.Flush()
 	for _, r := range allAttempts(s) {
 		switch {
-		case r.Status == "SPOILED":
+		case r.Status == Spoiled:
 			fmt.Fprintf(w, "rep %d.%d SPOILED (kept in %s, not counted): %s\n", r.Rep, r.Attempt, r.Dir, spoiledReason(r))
-		case r.Status != "VALID":
+		case r.Status != Valid:
 			fmt.Fprintf(w, "rep %d %s: %s\n", r.Rep, r.Status, strings.Join(append(append([]string{}, r.Verification.Problems...), nonEmpty(r.Error)...), "; "))
 		}
 	}
@@ -87,7 +87,7 @@ func allAttempts(s *Summary) []RepSummary {
 func RunAggregate(sc Scenario, wanted int, reps, spoiled []RepSummary) string {
 	valid := 0
 	for _, r := range reps {
-		if r.Status == "VALID" {
+		if r.Status == Valid {
 			valid++
 		}
 	}
@@ -134,11 +134,11 @@ func Aggregate(sc Scenario, reps []RepSummary) string {
 	invalid, failed, spoiled, completed := 0, 0, 0, 0
 	for _, r := range reps {
 		switch r.Status {
-		case "VALID":
+		case Valid:
 			valid = append(valid, r)
-		case "INVALID":
+		case Invalid:
 			invalid++
-		case "SPOILED":
+		case Spoiled:
 			spoiled++
 		default:
 			failed++

@@ -189,10 +189,11 @@ func TestRunRejectsUnsupportedScenario(t *testing.T) {
 
 type stubHarness struct{}
 
-func (stubHarness) Name() string                                      { return "ngtcp2" }
-func (stubHarness) Check(context.Context) (Binaries, error)           { return nil, nil }
-func (stubHarness) Scenarios() []Scenario                             { return []Scenario{Standard} }
-func (stubHarness) Unsupported(Scenario) string                       { return "one-shot timer" }
+func (stubHarness) Name() string                            { return "ngtcp2" }
+func (stubHarness) Check(context.Context) (Binaries, error) { return nil, nil }
+func (stubHarness) Capabilities() Capabilities {
+	return Capabilities{Scenarios: map[Scenario]string{Standard: "", MigrateBack: "one-shot timer"}, CCs: []string{"cubic"}, DefaultCC: "cubic"}
+}
 func (stubHarness) RunRep(context.Context, RepEnv) (RepResult, error) { return RepResult{}, nil }
 
 // TestAwaitReady: a process that says it listens is ready; one that exits

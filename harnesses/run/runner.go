@@ -10,15 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/migaudit/migaudit/data"
 	"github.com/migaudit/migaudit/data/atomicfile"
 	"github.com/migaudit/migaudit/discriminator"
 	"github.com/migaudit/migaudit/parsers"
 	"github.com/migaudit/migaudit/parsers/timeline"
-	"github.com/schollz/progressbar/v3"
 )
 
 // Calibration is what the network factory reports about the emulator.
@@ -53,8 +50,11 @@ type Options struct {
 	BackAfter       time.Duration
 	SelfExe         string
 	NewNet          NetFactory
-	// Progress shows a bar per repetition on Stderr.
+	// Progress shows each repetition's download on Stderr: a bar redrawn in
+	// place when Terminal is set, else one plain line per step (a log file,
+	// a pipe or CI gets no redraws).
 	Progress bool
+	Terminal bool
 	// Retries bounds the extra attempts per wanted repetition when one is
 	// SPOILED (its emulation fidelity did not hold in the verdict's
 	// window): 0 means DefaultRetries, a negative value none.
@@ -91,7 +91,7 @@ type Summary struct {
 type RepSummary struct {
 	Rep          int                     `json:"rep"`
 	Dir          string                  `json:"dir"`
-	Status       string                  `json:"status"` // VALID, INVALID, FAILED, SPOILED
+	Status       Status                  `json:"status"`
 	Attempt      int                     `json:"attempt"`
 	Verification Verification            `json:"verification"`
 	Completed    bool                    `json:"completed"`
@@ -114,26 +114,13 @@ func Run(ctx context.Context, o Options, w, stderr io.Writer) (*Summary, error) 
 	if o.Reps < 1 {
 		return nil, fmt.Errorf("--reps must be at least 1, got %d", o.Reps)
 	}
-	if !supports(h, o.Scenario) {
-		why := ""
-		if u, ok := h.(Unsupported); ok {
-			why = u.Unsupported(o.Scenario)
-		}
-		if why == "" {
-			why = "the harness does not implement it"
-		}
-		return nil, fmt.Errorf("%s cannot run scenario %q: %s", h.Name(), o.Scenario, why)
-	}
-	if o.MigrateAt <= 0 || o.Transfer <= o.MigrateAt {
-		return nil, fmt.Errorf("--migrate-at %s must be positive and before the end of --transfer %s", o.MigrateAt, o.Transfer)
-	}
 	if o.BackAfter == 0 {
 		o.BackAfter = 5 * time.Second
 	}
-	if v, ok := h.(CCValidator); ok {
-		if err := v.ValidateCC(o.CC); err != nil {
-			return nil, err
-		}
+	// Everything the harness cannot do is refused here, before the testbed
+	// comes up.
+	if _, err := PlanRep(h.Capabilities(), RepEnv{Scenario: o.Scenario, CC: o.CC, Transfer: o.Transfer, MigrateAt: o.MigrateAt, BackAfter: o.BackAfter}); err != nil {
+		return nil, fmt.Errorf("%s: %w", h.Name(), err)
 	}
 	bins, err := h.Check(ctx)
 	if err != nil {
@@ -176,7 +163,7 @@ func Run(ctx context.Context, o Options, w, stderr io.Writer) (*Summary, error) 
 			if rs.Analysis != nil && sum.Version == "" {
 				sum.Version = versionOf(filepath.Join(rs.Dir, "manifest.json"))
 			}
-			if rs.Status == "SPOILED" && attempt <= o.Retries && ctx.Err() == nil {
+			if rs.Status == Spoiled && attempt <= o.Retries && ctx.Err() == nil {
 				if err := setAside(o.Out, &rs); err != nil {
 					fmt.Fprintf(stderr, "migaudit: %v\n", err)
 				}
@@ -203,15 +190,6 @@ func Run(ctx context.Context, o Options, w, stderr io.Writer) (*Summary, error) 
 	return sum, nil
 }
 
-func supports(h Harness, s Scenario) bool {
-	for _, x := range h.Scenarios() {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func versionOf(manifest string) string {
 	var m Manifest
 	b, err := os.ReadFile(manifest)
@@ -236,11 +214,13 @@ type Manifest struct {
 	Paths       map[Path]PathInfo `json:"paths"`
 	Calibration Calibration       `json:"calibration"`
 	Transfer    string            `json:"transfer"`
-	MigrateAt   string            `json:"migrate_at"`
-	BackAfter   string            `json:"back_after,omitempty"`
-	Start       time.Time         `json:"start"`
-	End         time.Time         `json:"end"`
-	Result      RepResult         `json:"result"`
+	// Plan is what the runner decided for the repetition (RepPlan).
+	Plan      *RepPlan  `json:"plan,omitempty"`
+	MigrateAt string    `json:"migrate_at"`
+	BackAfter string    `json:"back_after,omitempty"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Result    RepResult `json:"result"`
 	// LoadBefore / LoadAfter are /proc/loadavg at the start and end: a
 	// user-space emulator on an overloaded host delays packets.
 	LoadBefore     string               `json:"loadavg_before,omitempty"`
@@ -259,7 +239,11 @@ type Manifest struct {
 	// Capture is the record of WireFile, the emulator's capture of every
 	// datagram (docs/wire.md).
 	Capture *Capture `json:"capture,omitempty"`
-	Status  string   `json:"status"` // VALID, INVALID, FAILED, SPOILED
+	// KeyLog describes the TLS key log an endpoint wrote (keylog.txt).
+	KeyLog *KeyLog `json:"keylog,omitempty"`
+	Status Status  `json:"status"`
+	// Interrupted is true when the run was cancelled during the repetition.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// SpoiledReason says why a SPOILED repetition does not count.
 	SpoiledReason string `json:"spoiled_reason,omitempty"`
 	Error         string `json:"error,omitempty"`
@@ -278,142 +262,6 @@ type FileInfo struct {
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
-}
-
-func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, cal Calibration, i, attempt int, stderr io.Writer) RepSummary {
-	dir := filepath.Join(o.Out, fmt.Sprintf("rep%d", i))
-	rs := RepSummary{Rep: i, Attempt: attempt, Dir: dir, Status: "FAILED"}
-	if err := os.Mkdir(dir, 0o755); err != nil { // O_EXCL: never reuse a directory
-		rs.Error = fmt.Sprintf("create %s: %v", dir, err)
-		return rs
-	}
-	im, _ := data.Lookup(h.Name())
-	man := Manifest{Implementation: h.Name(), Upstream: im.Commit, Binaries: bins, Scenario: o.Scenario, CC: o.CC, Rep: i, Attempt: attempt,
-		Calibration: cal, Transfer: o.Transfer.String(), MigrateAt: o.MigrateAt.String(), Start: time.Now().UTC(),
-		Paths: map[Path]PathInfo{}}
-	if o.Scenario == MigrateBack {
-		man.BackAfter = o.BackAfter.String()
-	}
-	for _, p := range []Path{PathA, PathB} {
-		man.Paths[p] = PathInfo{Spec: cal.Paths[p], RTTUS: netw.PathRTT(p).Microseconds(), Rate: netw.PathRate(p)}
-	}
-	_ = netw.RouteVia(PathA)
-	man.CountersBefore, _ = netw.Counters()
-	man.LoadBefore = loadavg()
-	et, hasTimer := netw.(EmulatorTimer)
-	if hasTimer {
-		man.EmulatorBefore, _ = et.EmulatorTiming()
-	}
-	fm, hasMeter := netw.(FidelityMeter)
-	var monoStart, wallToMono int64
-	if hasMeter {
-		monoStart = fm.MonoNow()
-		wallToMono = monoStart - time.Now().UnixNano()
-	}
-
-	var bar *progressbar.ProgressBar
-	var barMu sync.Mutex
-	progress := func(done, total int64) {
-		if !o.Progress {
-			return
-		}
-		barMu.Lock()
-		defer barMu.Unlock()
-		if bar == nil {
-			bar = progressbar.NewOptions64(total,
-				progressbar.OptionSetWriter(stderr),
-				progressbar.OptionSetDescription(fmt.Sprintf("%s %s rep %d/%d", h.Name(), o.Scenario, i, o.Reps)),
-				progressbar.OptionShowBytes(true),
-				progressbar.OptionSetWidth(30),
-				progressbar.OptionThrottle(200*time.Millisecond),
-				progressbar.OptionClearOnFinish())
-		}
-		_ = bar.Set64(done)
-	}
-	wire := startWireCapture(o, netw, stderr)
-	res, err := h.RunRep(ctx, RepEnv{Net: netw, Scenario: o.Scenario, CC: o.CC, Transfer: o.Transfer, MigrateAt: o.MigrateAt,
-		BackAfter: o.BackAfter, Dir: dir, Index: i, SelfExe: o.SelfExe, Progress: progress})
-	barMu.Lock()
-	if bar != nil {
-		_ = bar.Finish()
-	}
-	barMu.Unlock()
-	man.End = time.Now().UTC()
-	man.Capture = wire.finish(dir, res)
-	man.Result = res
-	man.Version = res.Version
-	man.CountersAfter, _ = netw.Counters()
-	man.LoadAfter = loadavg()
-	if hasTimer {
-		man.EmulatorAfter, _ = et.EmulatorTiming()
-	}
-	_ = netw.RouteVia(PathA)
-	if err != nil {
-		rs.Error = err.Error()
-		man.Error = err.Error()
-	}
-	rs.Completed = res.Completed
-
-	// Compress the traces in place; the parsers read gzip transparently.
-	for _, t := range []*string{&res.ServerTrace, &res.ClientTrace} {
-		if *t == "" {
-			continue
-		}
-		if gz, err := gzipFile(filepath.Join(dir, *t)); err == nil {
-			*t, _ = filepath.Rel(dir, gz)
-		} else {
-			man.Error = strings.TrimSpace(man.Error + "; compress trace: " + err.Error())
-		}
-	}
-	man.Result.ServerTrace, man.Result.ClientTrace = res.ServerTrace, res.ClientTrace
-
-	// Analyse the server's trace: in a download the server is the sender.
-	var an *discriminator.Analysis
-	if res.ServerTrace != "" {
-		a, ret, aerr := analyse(filepath.Join(dir, res.ServerTrace), h.Name(), o.Scenario, res, netw)
-		if aerr != nil {
-			man.AnalysisError = aerr.Error()
-		} else {
-			an = &a
-			rs.Return = ret
-			if werr := WriteJSONAtomic(filepath.Join(dir, "analysis.json"), a); werr != nil {
-				man.AnalysisError = werr.Error()
-			}
-			if ret != nil {
-				_ = WriteJSONAtomic(filepath.Join(dir, "analysis-return.json"), ret)
-			}
-		}
-	}
-	rs.Analysis = an
-	if hasMeter && ctx.Err() == nil {
-		man.Fidelity = measureFidelity(fm, o.Scenario, netw, res, an, rs.Return, monoStart, fm.MonoNow(), wallToMono)
-		rs.Fidelity = man.Fidelity
-	}
-	v := Verify(o.Scenario, netw, res, man.CountersBefore, man.CountersAfter, an)
-	man.Verification = v
-	rs.Verification = v
-	switch {
-	case err != nil && ctx.Err() != nil:
-		rs.Status = "FAILED"
-	case man.Fidelity != nil && !man.Fidelity.Held:
-		// The host, not the implementation: whatever else the repetition
-		// shows was measured on paths that were not what they claim.
-		rs.Status = "SPOILED"
-		man.SpoiledReason = "emulation fidelity did not hold in the verdict's window: " + strings.Join(man.Fidelity.Problems, "; ")
-	case !v.Valid:
-		rs.Status = "INVALID"
-	case err != nil:
-		rs.Status = "FAILED"
-	default:
-		rs.Status = "VALID"
-	}
-	man.Status = rs.Status
-	man.Files = listFiles(dir)
-	if werr := WriteJSONAtomic(filepath.Join(dir, "manifest.json"), man); werr != nil && rs.Error == "" {
-		rs.Error = werr.Error()
-	}
-	fmt.Fprintf(stderr, "rep %d/%d: %s%s\n", i, o.Reps, rs.Status, repLineSuffix(rs))
-	return rs
 }
 
 func spoiledReason(rs RepSummary) string {
@@ -463,7 +311,7 @@ func repLineSuffix(rs RepSummary) string {
 	if rs.Error != "" {
 		parts = append(parts, rs.Error)
 	}
-	if rs.Status == "SPOILED" {
+	if rs.Status == Spoiled {
 		parts = append(parts, "fidelity "+spoiledReason(rs))
 	}
 	if !rs.Verification.Valid && len(rs.Verification.Problems) > 0 {

@@ -204,9 +204,14 @@ func RunStatus(opt StatusOptions, w io.Writer) error {
 type CalibrateCmdOptions struct {
 	Name      string // instance to calibrate; "" = the only one up, else a fresh one
 	Config    Config // for a fresh instance
-	Out       string // record file; "" = calibration-<name>-<UTC>.json in the working directory
+	Out       string // record file; "" = calibration-<name>-<UTC>.json under ResultsDir
 	Calibrate CalibrateOptions
 }
+
+// ResultsDir is where a calibration record goes when no file is named: the
+// directory `migaudit run` writes its runs into (ignored by git), so that a
+// record never lands loose in the user's work tree.
+const ResultsDir = "results"
 
 // RunCalibrate runs the gates on an instance and writes the record. It
 // returns the gate error (after writing the record) if a gate failed.
@@ -236,7 +241,10 @@ func RunCalibrate(ctx context.Context, opt CalibrateCmdOptions, w io.Writer) err
 	}
 	out := opt.Out
 	if out == "" {
-		out = fmt.Sprintf("calibration-%s-%s.json", t.Name(), cal.Started.Format("20060102T150405Z"))
+		out = filepath.Join(ResultsDir, fmt.Sprintf("calibration-%s-%s.json", t.Name(), cal.Started.Format("20060102T150405Z")))
+	}
+	if abs, err := filepath.Abs(out); err == nil {
+		out = abs // printed: say exactly where it went
 	}
 	b, _ := json.MarshalIndent(cal, "", "  ")
 	if err := writeNew(out, append(b, '\n')); err != nil {
@@ -257,6 +265,9 @@ func RunCalibrate(ctx context.Context, opt CalibrateCmdOptions, w io.Writer) err
 func writeNew(path string, b []byte) error {
 	if _, err := os.Stat(path); err == nil {
 		return fmt.Errorf("%s exists; records are never overwritten", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
 	}
 	return atomicfile.Create(path, b)
 }

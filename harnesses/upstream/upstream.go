@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/migaudit/migaudit/data/mirrors"
 	"io"
 	"os"
 	"os/exec"
@@ -157,36 +159,17 @@ func locate(src Source) (*gitsrc.Repo, error) {
 		}
 		return gitsrc.Open(src.Dir)
 	}
-	var tried []string
-	if m := os.Getenv(gitsrc.MirrorsEnv); m != "" {
-		for _, c := range gitsrc.Candidates(m, src.Upstream) {
-			if st, err := os.Stat(c); err == nil && st.IsDir() {
-				if r, err := gitsrc.Open(c); err == nil {
-					return r, nil
-				}
-			}
-			tried = append(tried, c)
-		}
-	}
-	if cache, err := os.UserCacheDir(); err == nil {
-		_, name := gitsrc.OwnerName(src.Upstream)
-		d := filepath.Join(cache, "migaudit", "src", name+".git")
-		if _, err := os.Stat(d); err == nil {
-			return gitsrc.Open(d)
-		}
-		tried = append(tried, d)
+	d, err := mirrors.Find(mirrors.WithCache(mirrors.Resolve("")), src.Upstream)
+	if err == nil {
+		return gitsrc.Open(d)
 	}
 	owner, name := gitsrc.OwnerName(src.Upstream)
-	where := "$" + gitsrc.MirrorsEnv + " is not set"
-	if len(tried) > 0 {
-		where = "none of " + strings.Join(tried, ", ") + " exists"
-	}
 	hint := "--source DIR"
 	if src.Dep {
 		hint = "--dep " + src.Impl + "=DIR"
 	}
-	return nil, fmt.Errorf("no source for %s (%s): %s; pass a clone or bare mirror with %s, or fetch it: git clone --mirror %s $%s/%s+%s/repo",
-		src.Impl, src.Upstream, where, hint, src.Upstream, gitsrc.MirrorsEnv, owner, name)
+	return nil, fmt.Errorf("no source for %s (%s): %w; pass a clone or bare mirror with %s, or fetch it: git clone --mirror %s $%s/%s+%s/repo",
+		src.Impl, src.Upstream, err, hint, src.Upstream, gitsrc.MirrorsEnv, owner, name)
 }
 
 // Debian package that provides a tool, for the error message.
@@ -607,11 +590,6 @@ func CheckDeps(impl string, deps map[string]string, known ...string) error {
 	return nil
 }
 
-// errNoSourceMarker begins every missing-repository error.
-const errNoSourceMarker = "no source for "
-
 // IsNoSource reports whether err says a repository could not be found (the
 // condition under which tests skip).
-func IsNoSource(err error) bool {
-	return err != nil && strings.Contains(err.Error(), errNoSourceMarker)
-}
+func IsNoSource(err error) bool { return errors.Is(err, mirrors.ErrNoSource) }

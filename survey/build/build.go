@@ -22,8 +22,9 @@ import (
 	"time"
 
 	"github.com/migaudit/migaudit/audit"
-	"github.com/migaudit/migaudit/audit/gitsrc"
+	"github.com/migaudit/migaudit/audit/query"
 	"github.com/migaudit/migaudit/data"
+	"github.com/migaudit/migaudit/data/mirrors"
 	"github.com/migaudit/migaudit/discriminator"
 	"github.com/migaudit/migaudit/survey"
 	"github.com/migaudit/migaudit/survey/studysrc"
@@ -153,17 +154,14 @@ func logf(w io.Writer, format string, a ...any) {
 	}
 }
 
-// mirrorFor finds the mirror of upstream under dir.
-func mirrorFor(dir, upstream string) string {
-	if dir == "" {
-		dir = os.Getenv(gitsrc.MirrorsEnv)
+// mirrorFor finds the mirror of upstream under the mirror directories
+// handed down in list ("" when none is found).
+func mirrorFor(list, upstream string) string {
+	d, err := mirrors.Find(list, upstream)
+	if err != nil {
+		return ""
 	}
-	for _, c := range gitsrc.Candidates(dir, upstream) {
-		if st, err := os.Stat(c); err == nil && st.IsDir() {
-			return c
-		}
-	}
-	return ""
+	return d
 }
 
 func buildImpl(ctx context.Context, o Options, pin data.Implementation, reps []runRep, w io.Writer) (survey.Implementation, error) {
@@ -212,8 +210,8 @@ func evidence(e audit.Evidence) survey.Evidence {
 // answersFrom turns findings into one source answer per question: the
 // role-less ("both") verdicts must agree (a NO from any rule outweighs
 // nothing: conflicting verdicts become UNKNOWN with both reasons); per-role
-// verdicts that differ make the answer ASYMMETRIC unless a rule already
-// chose a richer category.
+// verdicts are combined by query.Combine, the audit's own rule, unless a
+// rule already chose a richer category.
 func answersFrom(fs []audit.Finding) []survey.Answer {
 	var out []survey.Answer
 	for _, q := range survey.Questions {
@@ -250,21 +248,11 @@ func answersFrom(fs []audit.Finding) []survey.Answer {
 				a.Roles = append(a.Roles, survey.RoleAnswer{Role: r, Answer: roles[r]})
 			}
 			if a.SourceAnswer == "" {
-				vals := map[string]bool{}
-				for _, v := range roles {
-					vals[v] = true
+				var rs []audit.Answer
+				for _, r := range sortedKeys(roles) {
+					rs = append(rs, audit.Answer(roles[r]))
 				}
-				if len(vals) == 1 {
-					a.SourceAnswer = roles[sortedKeys(roles)[0]]
-				} else if vals["YES"] {
-					a.SourceAnswer = string(audit.Asymmetric)
-				} else {
-					a.SourceAnswer = string(audit.RoleDependent)
-				}
-				if false {
-					a.SourceAnswer = string(audit.Unknown)
-					detail = append(detail, "role answers differ: "+fmt.Sprint(roles))
-				}
+				a.SourceAnswer = string(query.Combine(rs...))
 			}
 		}
 		a.Mechanism = strings.Join(survey.OnceEach(mech), "; ")

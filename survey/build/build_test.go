@@ -50,7 +50,8 @@ func world(t *testing.T, q1 string) (root, mirrors string) {
 		Q1:     discriminator.Verdict{Answer: q1}, Q3: discriminator.Verdict{Answer: "YES"}}
 	b, _ := json.Marshal(an)
 	write(t, filepath.Join(rep, "analysis.json"), b)
-	os.MkdirAll(filepath.Join(mirrors, "quic-go+quic-go", "repo"), 0o755)
+	os.MkdirAll(filepath.Join(mirrors, "quic-go+quic-go", "repo", "objects"), 0o755) // a bare repository's shape
+	os.WriteFile(filepath.Join(mirrors, "quic-go+quic-go", "repo", "HEAD"), []byte("ref: refs/heads/master\n"), 0o644)
 	return root, mirrors
 }
 

@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/migaudit/migaudit/data/mirrors"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,7 +28,8 @@ import (
 // Options say where the study's repository is.
 type Options struct {
 	// Mirrors are directories of mirrors (<owner>+<name>/repo), separated
-	// by the list separator; searched before $MIGAUDIT_MIRRORS.
+	// by the list separator, as the command line resolved them (--mirrors,
+	// else $MIGAUDIT_MIRRORS); the cache clones are searched after them.
 	Mirrors string
 	// Source is a clone or bare mirror of the study's repository.
 	Source string
@@ -74,38 +76,25 @@ func NewWith(pin data.StudyPin, o Options) (*Source, error) {
 	return &Source{Pin: pin, opts: o}, nil
 }
 
-// Locate finds the study's repository as gitsrc finds an implementation's:
-// source, then the mirror directories, then $MIGAUDIT_MIRRORS, then the
-// cache clone (cloned on first use, which needs network).
+// Locate finds the study's repository: source, then the mirror
+// directories, then the cache clone (cloned on first use, which needs
+// network).
 func Locate(upstream, mirrors, source string) (*gitsrc.Repo, error) {
 	return locate(upstream, mirrors, source, false)
 }
 
-func locate(upstream, mirrors, source string, noClone bool) (*gitsrc.Repo, error) {
-	if noClone && source == "" {
-		all := mirrors + string(filepath.ListSeparator) + os.Getenv(gitsrc.MirrorsEnv)
-		if c, err := os.UserCacheDir(); err == nil {
-			all += string(filepath.ListSeparator) + filepath.Join(c, "migaudit", "src")
-		}
-		for _, c := range gitsrc.Candidates(all, upstream) {
-			if st, err := os.Stat(c); err == nil && st.IsDir() {
-				if r, err := gitsrc.Open(c); err == nil {
-					return r, nil
-				}
-			}
-		}
-		return nil, fmt.Errorf("no mirror of %s (pass --mirrors, set %s, or run migaudit reproduce, which clones it)", upstream, gitsrc.MirrorsEnv)
+func locate(upstream, list, source string, noClone bool) (*gitsrc.Repo, error) {
+	if source != "" {
+		return gitsrc.Open(source)
 	}
-	if source == "" {
-		for _, c := range gitsrc.Candidates(mirrors, upstream) {
-			if st, err := os.Stat(c); err == nil && st.IsDir() {
-				if r, err := gitsrc.Open(c); err == nil {
-					return r, nil
-				}
-			}
-		}
+	d, err := mirrors.Find(mirrors.WithCache(list), upstream)
+	if err == nil {
+		return gitsrc.Open(d)
 	}
-	return gitsrc.Locate(upstream, source)
+	if noClone {
+		return nil, fmt.Errorf("%w (pass --mirrors, set %s, or run migaudit reproduce, which clones it)", err, mirrors.Env)
+	}
+	return gitsrc.Locate(upstream, "")
 }
 
 // Open opens the repository at the pinned commit (once).

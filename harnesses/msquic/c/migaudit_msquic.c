@@ -63,7 +63,7 @@ static pthread_mutex_t OutLock = PTHREAD_MUTEX_INITIALIZER;
 /* Options. */
 static int IsServer;
 static const char *OptListen, *OptCert, *OptKey, *OptServer, *OptLocalA, *OptLocalB,
-    *OptTimeline, *OptCC = "cubic", *OptMoveTo = "b";
+    *OptTimeline, *OptKeyLog, *OptCC = "cubic", *OptMoveTo = "b";
 static uint64_t OptBody, OptSize, OptPollUs = 5000;
 static int64_t OptMoveAtMs = -1, OptBackAfterMs = -1;
 
@@ -317,6 +317,43 @@ static void report_connected(HQUIC c) {
     say("CONNECTED", "local=%s peer=%s", ls, rs);
 }
 
+/* ---- key log -------------------------------------------------------------- */
+
+/* Secrets is filled by msquic (QUIC_PARAM_CONN_TLS_SECRETS, set on the
+ * server's connection when the listener accepts it); write_keylog appends
+ * it to --keylog in the NSS key log format once the handshake completes, so
+ * the repetition's wire capture can be decrypted. */
+static QUIC_TLS_SECRETS Secrets;
+
+static void keylog_line(FILE *f, const char *label, const uint8_t *secret, unsigned n) {
+    fprintf(f, "%s ", label);
+    for (unsigned i = 0; i < sizeof Secrets.ClientRandom; i++) fprintf(f, "%02x", Secrets.ClientRandom[i]);
+    fputc(' ', f);
+    for (unsigned i = 0; i < n; i++) fprintf(f, "%02x", secret[i]);
+    fputc('\n', f);
+}
+
+static void write_keylog(void) {
+    if (!Secrets.IsSet.ClientRandom) {
+        say("ERROR", "what=keylog reason=msquic_filled_no_client_random");
+        return;
+    }
+    FILE *f = fopen(OptKeyLog, "a");
+    if (!f) {
+        say("ERROR", "what=keylog reason=open file=%s errno=%d", OptKeyLog, errno);
+        return;
+    }
+    unsigned n = Secrets.SecretLength;
+    int lines = 0;
+    if (Secrets.IsSet.ClientEarlyTrafficSecret) keylog_line(f, "CLIENT_EARLY_TRAFFIC_SECRET", Secrets.ClientEarlyTrafficSecret, n), lines++;
+    if (Secrets.IsSet.ClientHandshakeTrafficSecret) keylog_line(f, "CLIENT_HANDSHAKE_TRAFFIC_SECRET", Secrets.ClientHandshakeTrafficSecret, n), lines++;
+    if (Secrets.IsSet.ServerHandshakeTrafficSecret) keylog_line(f, "SERVER_HANDSHAKE_TRAFFIC_SECRET", Secrets.ServerHandshakeTrafficSecret, n), lines++;
+    if (Secrets.IsSet.ClientTrafficSecret0) keylog_line(f, "CLIENT_TRAFFIC_SECRET_0", Secrets.ClientTrafficSecret0, n), lines++;
+    if (Secrets.IsSet.ServerTrafficSecret0) keylog_line(f, "SERVER_TRAFFIC_SECRET_0", Secrets.ServerTrafficSecret0, n), lines++;
+    if (fclose(f) != 0) say("ERROR", "what=keylog reason=close file=%s errno=%d", OptKeyLog, errno);
+    say("KEYLOG", "lines=%d secret_len=%u file=%s", lines, n, OptKeyLog);
+}
+
 static QUIC_STATUS QUIC_API conn_cb(HQUIC c, void *ctx, QUIC_CONNECTION_EVENT *ev) {
     (void)ctx;
     char a[80];
@@ -326,6 +363,7 @@ static QUIC_STATUS QUIC_API conn_cb(HQUIC c, void *ctx, QUIC_CONNECTION_EVENT *e
         atomic_store(&Connected, 1);
         report_connected(c);
         report_settings(c);
+        if (IsServer && OptKeyLog && *OptKeyLog) write_keylog();
         if (!IsServer) {
             HQUIC stream = NULL;
             static QUIC_BUFFER req;
@@ -381,6 +419,10 @@ static QUIC_STATUS QUIC_API listener_cb(HQUIC l, void *ctx, QUIC_LISTENER_EVENT 
     if (!atomic_compare_exchange_strong(&Conn, &expected, ev->NEW_CONNECTION.Connection))
         return QUIC_STATUS_CONNECTION_REFUSED; /* one connection per process */
     Api->SetCallbackHandler(ev->NEW_CONNECTION.Connection, (void *)conn_cb, NULL);
+    if (OptKeyLog && *OptKeyLog) {
+        QUIC_STATUS st = Api->SetParam(ev->NEW_CONNECTION.Connection, QUIC_PARAM_CONN_TLS_SECRETS, sizeof Secrets, &Secrets);
+        if (QUIC_FAILED(st)) say("ERROR", "what=SetParam(QUIC_PARAM_CONN_TLS_SECRETS) status=0x%x", st);
+    }
     return Api->ConnectionSetConfiguration(ev->NEW_CONNECTION.Connection, Configuration);
 }
 
@@ -436,7 +478,7 @@ static int open_configuration(void) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: migaudit-msquic server --listen IP:PORT --cert F --key F --body N --timeline F [--cc cubic|bbr] [--poll-us N]\n"
+            "usage: migaudit-msquic server --listen IP:PORT --cert F --key F --body N --timeline F [--cc cubic|bbr] [--poll-us N] [--keylog F]\n"
             "       migaudit-msquic client --server IP:PORT --local-a IP [--local-b IP] --size N --timeline F [--cc cubic|bbr]\n"
             "                              [--move-at-ms T --move-to a|b] [--back-after-ms T] [--poll-us N]\n");
     exit(2);
@@ -464,6 +506,7 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(k, "--local-b")) OptLocalB = v;
         else if (!strcmp(k, "--size")) OptSize = strtoull(v, NULL, 10);
         else if (!strcmp(k, "--timeline")) OptTimeline = v;
+        else if (!strcmp(k, "--keylog")) OptKeyLog = v;
         else if (!strcmp(k, "--cc")) OptCC = v;
         else if (!strcmp(k, "--poll-us")) OptPollUs = strtoull(v, NULL, 10);
         else if (!strcmp(k, "--move-at-ms")) OptMoveAtMs = strtoll(v, NULL, 10);

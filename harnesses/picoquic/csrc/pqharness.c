@@ -129,7 +129,7 @@ typedef struct {
     const char* mode;
     const char* addr;    /* server: listen address; client: server address */
     int port;
-    const char* cert, * key, * qlog, * cc;
+    const char* cert, * key, * qlog, * cc, * keylog;
     const char* local_a, * local_b, * scenario;
     uint64_t body;       /* server: bytes to serve */
     uint64_t migrate_at; /* client: µs after ready */
@@ -153,7 +153,7 @@ static uint64_t parse_u64(const char* name, const char* v)
 static void usage(void)
 {
     fprintf(stderr,
-        "usage: pqharness server --addr IP --port P --cert F --key F --qlog DIR --body BYTES [--cc NAME] [--timeout-ms N]\n"
+        "usage: pqharness server --addr IP --port P --cert F --key F --qlog DIR --body BYTES [--cc NAME] [--timeout-ms N] [--keylog F]\n"
         "       pqharness client --addr SERVER-IP --port P --local-a IP --local-b IP --qlog DIR\n"
         "                        --scenario standard|step-down|port-rebind|nat-rebind|migrate-back\n"
         "                        --migrate-at-ms N [--back-after-ms N] [--cc NAME] [--timeout-ms N]\n"
@@ -185,6 +185,7 @@ static void parse_opts(int argc, char** argv, opts_t* o)
         else if (strcmp(k, "cert") == 0) o->cert = v;
         else if (strcmp(k, "key") == 0) o->key = v;
         else if (strcmp(k, "qlog") == 0) o->qlog = v;
+        else if (strcmp(k, "keylog") == 0) o->keylog = v;
         else if (strcmp(k, "cc") == 0) o->cc = v;
         else if (strcmp(k, "body") == 0) o->body = parse_u64(k, v);
         else if (strcmp(k, "local-a") == 0) o->local_a = v;
@@ -409,6 +410,11 @@ static int run_server(opts_t* o)
     if (set_cc(l.quic, o->cc) != 0 || picoquic_set_qlog(l.quic, o->qlog) != 0) {
         fprintf(stderr, "pqharness: cannot set congestion control %s or qlog directory %s\n", o->cc, o->qlog);
         return 2;
+    }
+    if (o->keylog != NULL && o->keylog[0] != 0) {
+        /* TLS secrets in the NSS key log format (appended, flushed per line),
+         * for decrypting the repetition's wire capture. */
+        picoquic_set_key_log_file(l.quic, o->keylog);
     }
     ev("listening", "addr=%s cc=%s qlog=%s version=%s", addr_str((struct sockaddr*)&l.socks[0].local, a1, sizeof(a1)), o->cc, o->qlog, PICOQUIC_VERSION);
     while (!stop_requested) {

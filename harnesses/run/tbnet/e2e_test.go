@@ -57,9 +57,9 @@ func TestEndToEnd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.h
 			if tc.name == "quic-go" {
-				// The harness re-executes migaudit's core: build it.
-				exe := filepath.Join(t.TempDir(), "migaudit-core")
-				cmd := exec.Command("go", "build", "-o", exe, "./cmd/migaudit-core")
+				// The harness re-executes migaudit: build it.
+				exe := filepath.Join(t.TempDir(), "migaudit")
+				cmd := exec.Command("go", "build", "-o", exe, "./cmd/migaudit")
 				cmd.Dir = repoRoot(t)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Skipf("cannot build migaudit for the quic-go harness: %v\n%s", err, out)
@@ -84,12 +84,12 @@ func TestEndToEnd(t *testing.T) {
 			if r.Fidelity == nil || r.Fidelity.Error != "" || r.Fidelity.Repetition.SentinelSamples == 0 || len(r.Fidelity.Repetition.Dirs) < 4 {
 				t.Fatalf("no usable fidelity record: %+v", r.Fidelity)
 			}
-			if r.Status == "SPOILED" {
+			if r.Status == run.Spoiled {
 				// One stall is absorbed by the re-runs; a host that spoils
 				// every attempt measured itself, not the implementation.
 				t.Skipf("host too busy: %d attempts spoiled, the last by: %v", len(sum.Spoiled)+1, r.Fidelity.Problems)
 			}
-			if r.Status != "VALID" {
+			if r.Status != run.Valid {
 				t.Fatalf("rep %s: %v %s", r.Status, r.Verification.Problems, r.Error)
 			}
 			if r.Analysis == nil {

@@ -85,16 +85,7 @@ func (n *Net) MonoNow() int64 { return testbed.MonoNow() }
 
 // Fidelity is the emulator's record of [from, to] (run.FidelityMeter).
 func (n *Net) Fidelity(from, to int64, tol time.Duration) (run.FidelityWindow, error) {
-	f, err := n.T.Fidelity(from, to, tol)
-	if err != nil {
-		return run.FidelityWindow{}, err
-	}
-	var w run.FidelityWindow
-	b, err := json.Marshal(f)
-	if err != nil {
-		return w, err
-	}
-	return w, json.Unmarshal(b, &w)
+	return n.T.Fidelity(from, to, tol) // one type (harnesses/fidelity), no bridge
 }
 
 // StartCapture starts the emulator's wire capture (run.WireCapturer).

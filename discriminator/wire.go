@@ -1,0 +1,358 @@
+package discriminator
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/migaudit/migaudit/parsers/timeline"
+	"github.com/migaudit/migaudit/parsers/wire"
+)
+
+// Names of a repetition's wire evidence beside its traces (the wire
+// contract of issue #31).
+const (
+	WireCaptureName = "wire.pcapng.gz"
+	KeyLogName      = "keylog.txt"
+)
+
+// WireEvidence is a repetition's capture, read with its key log: which
+// path every packet crossed, and the ACK delay each ACK frame carried.
+type WireEvidence struct {
+	// Source names the files, for the detail.
+	Source string
+	ix     *wire.Index
+	paths  []string
+	// ackDelay: packet number of a packet carrying an ACK frame, by
+	// direction → the frame's ACK delay (µs).
+	ackDelay [2]map[int64]int64
+	// numbered is false when no 1-RTT packet number could be read (no
+	// key log): the wire cannot name the packets.
+	numbered bool
+	notes    []string
+}
+
+// LoadWireEvidence reads a capture and its key log (keylogPath may be
+// empty: the capture is then read without decryption and cannot name
+// 1-RTT packets).
+func LoadWireEvidence(capturePath, keylogPath string) (*WireEvidence, error) {
+	c, err := wire.ReadFiles(capturePath, keylogPath)
+	if err != nil {
+		return nil, err
+	}
+	w := &WireEvidence{ix: c.Index(), paths: c.Paths, notes: c.Notes, ackDelay: [2]map[int64]int64{{}, {}}}
+	w.Source = filepath.Base(capturePath)
+	if keylogPath != "" {
+		w.Source += " + " + filepath.Base(keylogPath)
+	}
+	for i := range c.Packets {
+		p := &c.Packets[i]
+		if p.Type == wire.OneRTT && p.PN >= 0 {
+			w.numbered = true
+		}
+		for j := range p.Frames {
+			f := &p.Frames[j]
+			if (f.Type == wire.FrameAck || f.Type == wire.FrameAckECN) && p.Type == wire.OneRTT {
+				w.ackDelay[p.Dir][p.PN] = f.AckDelayUS
+			}
+		}
+	}
+	return w, nil
+}
+
+// WireBeside finds the wire evidence beside a trace: the capture's path
+// ("" when there is none) and the key log's ("" when there is none).
+func WireBeside(tracePath string) (capturePath, keylogPath string) {
+	dir := filepath.Dir(tracePath)
+	c := filepath.Join(dir, WireCaptureName)
+	if _, err := os.Stat(c); err != nil {
+		return "", ""
+	}
+	k := filepath.Join(dir, KeyLogName)
+	if _, err := os.Stat(k); err != nil {
+		k = ""
+	}
+	return c, k
+}
+
+// WireRTT is the packet evidence behind the post-migration RTT samples:
+// each sample paired with the ACK that produced it, that ACK's largest
+// newly acknowledged packet, and the path the packet crossed on the wire.
+type WireRTT struct {
+	Source  string `json:"source"`
+	OldPath string `json:"old_path,omitempty"`
+	NewPath string `json:"new_path,omitempty"`
+	// Samples counts the post-migration RTT samples considered; Paired
+	// those an ACK explains; OldPathSamples those whose packet crossed the
+	// old path.
+	Samples        int `json:"samples"`
+	Paired         int `json:"paired"`
+	OldPathSamples int `json:"old_path_samples"`
+	// Deciding is the sample the answer rests on: the first from an
+	// old-path packet, else the first sample.
+	Deciding *WireSample `json:"deciding,omitempty"`
+	// Decides is false when the wire cannot name the packets (no key log,
+	// no pre-migration packet on the wire): Q3 then rests on values.
+	Decides bool   `json:"decides"`
+	Answer  string `json:"answer"`
+	Reason  string `json:"reason"`
+}
+
+// WireSample is one RTT sample and the packet behind it.
+type WireSample struct {
+	AtUS       int64  `json:"at_us"`
+	LatestUS   int64  `json:"latest_rtt_us"`
+	AckAtUS    int64  `json:"ack_at_us"`
+	AckPacket  int64  `json:"ack_packet"` // the packet that carried the ACK
+	AckDelayUS int64  `json:"ack_delay_us"`
+	Packet     int64  `json:"packet"` // largest newly acknowledged
+	SentAtUS   int64  `json:"sent_at_us"`
+	Path       string `json:"path"`
+	WireNS     int64  `json:"wire_ns"`
+	Record     int    `json:"record"`
+	// ErrUS is how far (ACK time − send time − ACK delay) is from the
+	// sample: what the pairing minimised.
+	ErrUS int64 `json:"err_us"`
+}
+
+// Pairing window: a sample is produced by an ACK processed at about the
+// same instant; formats differ in whether the sample is logged before the
+// ACK's packet_received (quic-go) or after it.
+const (
+	pairWindowUS = 5_000
+	// pairToleranceUS (+ pairToleranceFrac of the sample): how far the
+	// ACK's timing may be from the sample and still explain it.
+	pairToleranceUS   = 1_000
+	pairToleranceFrac = 0.02
+)
+
+// ackRecord is one received ACK with what the sender knew then.
+type ackRecord struct {
+	t, carrier, largest int64
+	newly               bool // largest was not acknowledged before
+	sentT               int64
+	haveSent            bool
+}
+
+// ackHistory reads the trace's received ACKs in time order, noting for
+// each whether its largest packet was newly acknowledged and when that
+// packet was sent.
+func ackHistory(events []timeline.Event) []ackRecord {
+	sent := map[int64]int64{}
+	var acked intervals
+	var out []ackRecord
+	for _, e := range events {
+		if !appSpace(e.PacketSpace) {
+			continue
+		}
+		switch e.Kind {
+		case timeline.PacketSent:
+			sent[e.PacketNumber] = e.TimeUS
+		case timeline.PacketsAcked:
+			if len(e.AckRanges) == 0 {
+				continue
+			}
+			largest := int64(math.MinInt64)
+			for _, r := range e.AckRanges {
+				largest = max(largest, r.Last)
+			}
+			st, ok := sent[largest]
+			out = append(out, ackRecord{t: e.TimeUS, carrier: e.PacketNumber, largest: largest, newly: !acked.contains(largest), sentT: st, haveSent: ok})
+			for _, r := range e.AckRanges {
+				acked.add(min(r.First, r.Last), max(r.First, r.Last))
+			}
+		}
+	}
+	return out
+}
+
+func appSpace(s string) bool { return s != "initial" && s != "handshake" }
+
+// intervals is a sorted set of disjoint inclusive ranges.
+type intervals [][2]int64
+
+func (s intervals) contains(v int64) bool {
+	i := sort.Search(len(s), func(i int) bool { return s[i][1] >= v })
+	return i < len(s) && s[i][0] <= v
+}
+
+func (s *intervals) add(lo, hi int64) {
+	a := *s
+	i := sort.Search(len(a), func(i int) bool { return a[i][1] >= lo-1 })
+	j := i
+	for j < len(a) && a[j][0] <= hi+1 {
+		lo, hi = min(lo, a[j][0]), max(hi, a[j][1])
+		j++
+	}
+	if i == j {
+		a = append(a, [2]int64{})
+		copy(a[i+1:], a[i:])
+		a[i] = [2]int64{lo, hi}
+	} else {
+		a[i] = [2]int64{lo, hi}
+		a = append(a[:i+1], a[j:]...)
+	}
+	*s = a
+}
+
+// attributeWire pairs every RTT sample from the switch to the scope's end
+// with the ACK that produced it and answers Q3 from the paths the packets
+// crossed. vantage is the trace's ("server" or "client").
+func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timeline.Sample, events []timeline.Event, scopeTo int64) *WireRTT {
+	r := &WireRTT{Source: w.Source, Answer: "UNKNOWN"}
+	if !w.numbered {
+		r.Reason = fmt.Sprintf("%s names no 1-RTT packet: %s; Q3 rests on values", w.Source, firstNote(w.notes))
+		return r
+	}
+	sendDir, ackDir := wire.S2C, wire.C2S
+	if vantage == "client" {
+		sendDir, ackDir = wire.C2S, wire.S2C
+	}
+	// The old path: the one that carried the last packet sent before the
+	// migration.
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if e.Kind != timeline.PacketSent || e.TimeUS >= in.mig.AtUS || !appSpace(e.PacketSpace) {
+			continue
+		}
+		if s, ok := w.ix.Lookup(sendDir, e.PacketNumber); ok {
+			r.OldPath = s.Path
+			break
+		}
+	}
+	if r.OldPath == "" {
+		r.Reason = fmt.Sprintf("no packet the %s sent before the migration is on the wire: the old path is not known", orServer(vantage))
+		return r
+	}
+	for _, p := range w.paths {
+		if p != r.OldPath {
+			r.NewPath = p
+		}
+	}
+	r.Decides = true
+	acks := ackHistory(events)
+	var firstUnpaired *timeline.Sample
+	for i := range samples {
+		s := &samples[i]
+		if s.TimeUS < in.startUS || s.TimeUS > scopeTo || !s.Fields.Has(timeline.FieldLatestRTT) || s.LatestRTTUS <= 0 {
+			continue
+		}
+		if in.pathIDs && s.PathID == in.oldPath {
+			continue // the old path's own estimator
+		}
+		r.Samples++
+		ws, ok := pairSample(s, acks, w, ackDir, sendDir)
+		if !ok {
+			if firstUnpaired == nil {
+				firstUnpaired = s
+			}
+			continue
+		}
+		r.Paired++
+		if ws.Path != r.NewPath {
+			r.OldPathSamples++
+			if r.OldPathSamples == 1 {
+				r.Deciding = &ws
+			}
+		} else if r.Deciding == nil {
+			r.Deciding = &ws
+		}
+	}
+	switch {
+	case r.Samples == 0:
+		r.Reason = fmt.Sprintf("the estimator logged no RTT sample (latest RTT) from %s to the end of the scope: whether old-path packets would feed it cannot be seen, on the wire or in the trace", in.startWhy)
+	case r.OldPathSamples > 0:
+		r.Answer = "NO"
+		r.Reason = fmt.Sprintf("%d of the %d RTT samples after %s came from the ACK of a packet that crossed the old path %s on the wire; the first: %s",
+			r.OldPathSamples, r.Samples, in.startWhy, r.OldPath, describeWireSample(*r.Deciding))
+	case r.Paired < r.Samples:
+		r.Reason = fmt.Sprintf("%d of the %d RTT samples after %s pair with no ACK whose timing explains them (the first at %s, %s); the %d paired came from packets on the new path %s",
+			r.Samples-r.Paired, r.Samples, in.startWhy, fmtMS(firstUnpaired.TimeUS), fmtRTT(firstUnpaired.LatestRTTUS), r.Paired, r.NewPath)
+		if r.Deciding != nil {
+			r.Reason += "; the first: " + describeWireSample(*r.Deciding)
+		}
+	default:
+		r.Answer = "YES"
+		r.Reason = fmt.Sprintf("all %d RTT samples after %s came from ACKs of packets that crossed the new path %s on the wire; the first: %s",
+			r.Samples, in.startWhy, r.NewPath, describeWireSample(*r.Deciding))
+	}
+	return r
+}
+
+// pairSample finds the ACK behind a sample: among the ACKs received
+// within pairWindowUS of it (either side: formats log the sample before or
+// after the ACK's packet) whose largest packet was newly acknowledged, the
+// one whose ACK time − send time − ACK delay is nearest the sample.
+func pairSample(s *timeline.Sample, acks []ackRecord, w *WireEvidence, ackDir, sendDir wire.Direction) (WireSample, bool) {
+	lo := sort.Search(len(acks), func(i int) bool { return acks[i].t >= s.TimeUS-pairWindowUS })
+	best, bestErr := -1, int64(math.MaxInt64)
+	var bestDelay int64
+	for i := lo; i < len(acks) && acks[i].t <= s.TimeUS+pairWindowUS; i++ {
+		a := acks[i]
+		if !a.newly || !a.haveSent {
+			continue
+		}
+		raw := a.t - a.sentT
+		delay, haveDelay := w.ackDelay[ackDir][a.carrier]
+		e := abs64(raw - s.LatestRTTUS)
+		// RFC 9002 §5.3: the ACK delay is subtracted when that leaves the
+		// sample at least min_rtt; either may have happened.
+		if haveDelay {
+			if d := abs64(raw - delay - s.LatestRTTUS); d < e {
+				e = d
+			}
+		}
+		if e < bestErr {
+			best, bestErr, bestDelay = i, e, delay
+		}
+	}
+	if best < 0 || float64(bestErr) > pairToleranceUS+pairToleranceFrac*float64(s.LatestRTTUS) {
+		return WireSample{}, false
+	}
+	a := acks[best]
+	sight, ok := w.ix.Lookup(sendDir, a.largest)
+	if !ok {
+		return WireSample{}, false
+	}
+	return WireSample{AtUS: s.TimeUS, LatestUS: s.LatestRTTUS, AckAtUS: a.t, AckPacket: a.carrier, AckDelayUS: bestDelay,
+		Packet: a.largest, SentAtUS: a.sentT, Path: sight.Path, WireNS: sight.WireNS, Record: sight.Record, ErrUS: bestErr}, true
+}
+
+func describeWireSample(s WireSample) string {
+	return fmt.Sprintf("%s at %s from the ACK in packet %d received at %s (ACK delay %s), whose largest newly acknowledged packet %d was sent at %s and crossed %s at %s (capture record %d)",
+		fmtRTT(s.LatestUS), fmtMS(s.AtUS), s.AckPacket, fmtMS(s.AckAtUS), fmtDur(s.AckDelayUS), s.Packet, fmtMS(s.SentAtUS), s.Path,
+		time.Unix(0, s.WireNS).UTC().Format("15:04:05.000000 UTC"), s.Record)
+}
+
+func orServer(v string) string {
+	if v == "" {
+		return "server"
+	}
+	return v
+}
+
+func firstNote(notes []string) string {
+	if len(notes) == 0 {
+		return "no packet numbers recovered"
+	}
+	return notes[0]
+}
+
+// noAcks stands in for the trace's time-ordered ACK evidence when the
+// wire pairs the samples itself.
+type noAcks struct{}
+
+func (noAcks) ackedPacketBehind(int64, int64) (int64, int64, bool) { return 0, 0, false }
+
+// applyWire adds the wire's pairing to the RTT attribution.
+func (a *Analysis) applyWire(w *WireEvidence, in rttInput, samples []timeline.Sample, events []timeline.Event) {
+	wr := attributeWire(w, in, a.Vantage, samples, events, a.ScopeToUS)
+	a.RTT.Wire = wr
+	if wr.Decides && wr.OldPathSamples > 0 {
+		a.RTT.OldPathPacket, a.RTT.OldPathPacketNumber = true, wr.Deciding.Packet
+	}
+	a.RTT.Detail += "; wire (" + w.Source + "): " + wr.Reason
+}
