@@ -34,6 +34,7 @@ func newRunCmd() *cobra.Command {
 		reps                    int
 		skipCal, noProgress     bool
 		strictCal, noMlock      bool
+		capture                 bool
 		retries                 int
 		pinCPUs                 string
 		spin                    time.Duration
@@ -121,7 +122,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 			return runLive(ctx, cmd, liverun.Options{Harness: h, Reps: reps, Scenario: sc, CC: cc, Out: out,
 				SkipCalibration: skipCal, Transfer: transfer, MigrateAt: migrateAt, BackAfter: backAfter, Retries: r,
 				SelfExe: self, NewNet: tbnet.FactoryWith(tbnet.FactoryOptions{Progress: cmd.ErrOrStderr(), Scope: calScope, Strict: strictCal, Tuning: &tuning}),
-				Progress: !noProgress, Terminal: isTerminal(cmd.ErrOrStderr())})
+				Progress: !noProgress, Terminal: isTerminal(cmd.ErrOrStderr()), NoCapture: !capture})
 		},
 	}
 	f := cmd.Flags()
@@ -143,6 +144,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 	f.StringVar(&pinCPUs, "pin-emulator", "", "pin the emulator's threads to these CPUs (e.g. 1) and the endpoints to the others (measured in docs/testbed.md)")
 	f.DurationVar(&spin, "emulator-spin", 0, "busy-wait this long before each packet's deadline instead of sleeping (e.g. 50us)")
 	f.BoolVar(&noMlock, "no-mlock", false, "do not lock the emulator's memory (mlockall)")
+	f.BoolVar(&capture, "capture", true, "write the emulator's capture of every datagram, both paths, into each repetition (wire.pcapng.gz, docs/wire.md)")
 	_ = f.MarkHidden("pin-emulator")
 	_ = f.MarkHidden("emulator-spin")
 	_ = f.MarkHidden("no-mlock")

@@ -163,6 +163,7 @@ gate exits 2 naming the gate and the numbers. Every tolerance is a veto here (st
 	f.StringVar(&opt.Name, "name", "", "testbed to calibrate (default: the only one up, else a fresh one)")
 	f.StringVar(&opt.Out, "out", "", "calibration record file (never overwritten)")
 	f.BoolVar(&opt.Calibrate.Quick, "quick", false, "fewer samples and shorter transfers (about a minute)")
+	f.BoolVar(&opt.Calibrate.Capture, "capture", false, "run the gates with the wire capture on (copied, counted, discarded) to show what it costs")
 	f.StringSliceVar(&opt.Calibrate.Paths, "path", nil, "calibrate only these paths (A, B)")
 	f.StringSliceVar(&skip, "skip", nil, "skip gates (timing, throughput, dispersion, isolation); recorded as skipped")
 	f.DurationVar(&opt.Calibrate.Transfer, "transfer", 0, "length of each throughput transfer (default 6s, quick 3s)")

@@ -32,9 +32,11 @@ func runRep(ctx context.Context, o Options, h Harness, bins Binaries, netw Net, 
 		return rs
 	}
 	host := watchHost(netw, &man)
+	wire := startWireCapture(o, netw, stderr)
 
 	res, err := runHarness(ctx, o, h, netw, dir, i, stderr, &man)
 	host.after(&man)
+	man.Capture = wire.finish(dir, res)
 	if rerr := netw.RouteVia(PathA); rerr != nil {
 		res.Notes = append(res.Notes, "restoring the client's route to path A failed: "+rerr.Error())
 	}

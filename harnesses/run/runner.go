@@ -59,6 +59,9 @@ type Options struct {
 	// SPOILED (its emulation fidelity did not hold in the verdict's
 	// window): 0 means DefaultRetries, a negative value none.
 	Retries int
+	// NoCapture turns off the wire capture (WireFile) every repetition
+	// otherwise gets when the network can record it (--capture=false).
+	NoCapture bool
 }
 
 // DefaultRetries is how many times a spoiled repetition is re-run.
@@ -233,6 +236,9 @@ type Manifest struct {
 	// and the host stalls, over the whole repetition and the verdict's
 	// window, with the rule applied (see docs/testbed.md).
 	Fidelity *Fidelity `json:"fidelity,omitempty"`
+	// Capture is the record of WireFile, the emulator's capture of every
+	// datagram (docs/wire.md).
+	Capture *Capture `json:"capture,omitempty"`
 	// KeyLog describes the TLS key log an endpoint wrote (keylog.txt).
 	KeyLog *KeyLog `json:"keylog,omitempty"`
 	Status Status  `json:"status"`

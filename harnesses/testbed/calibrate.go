@@ -2,20 +2,15 @@ package testbed
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"net"
-	"net/netip"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
-	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
 	"github.com/migaudit/migaudit/harnesses/testbed/linkemu"
@@ -58,6 +53,10 @@ type CalibrateOptions struct {
 	// Jitter (mean absolute deviation, spread) is recorded, not judged:
 	// each repetition measures its own fidelity.
 	Strict bool
+	// Capture runs the gates with the wire capture on (every datagram
+	// copied and drained, then counted and discarded): the figures with
+	// and without it show what capturing costs (docs/wire.md).
+	Capture bool
 }
 
 func (o *CalibrateOptions) defaults() {
@@ -115,6 +114,9 @@ type Calibration struct {
 	Pass       bool                      `json:"pass"`
 	// Mode is "strict" or "sanity" (see CalibrateOptions.Strict).
 	Mode string `json:"mode"`
+	// Capture counts what the wire capture copied while the gates ran
+	// (CalibrateOptions.Capture); absent when it was off.
+	Capture *CaptureSummary `json:"capture,omitempty"`
 }
 
 // HostInfo says where the calibration ran.
@@ -272,6 +274,12 @@ func Calibrate(ctx context.Context, t *Testbed, opt CalibrateOptions) (*Calibrat
 	defer echo.close()
 	sen := startSentinel()
 	defer sen.close()
+	if opt.Capture {
+		if err := t.StartCaptureCounting(); err != nil {
+			return nil, fmt.Errorf("calibrate: start the wire capture: %w", err)
+		}
+		defer func() { _, _ = t.StopCapture() }() // on an early return
+	}
 
 	skip := func(g string) bool { return slices.Contains(opt.SkipGates, g) }
 	type gate struct {
@@ -303,6 +311,13 @@ func Calibrate(ctx context.Context, t *Testbed, opt CalibrateOptions) (*Calibrat
 		c.Scheduler = s
 	}
 	c.HostStalls = sen.total()
+	if opt.Capture {
+		s, err := t.StopCapture()
+		if err != nil {
+			return c, fmt.Errorf("calibrate: stop the wire capture: %w", err)
+		}
+		c.Capture = &s
+	}
 	c.Finished = time.Now().UTC()
 	c.Pass = len(gerrs) == 0
 	for _, v := range c.Gates {
@@ -344,112 +359,6 @@ func netemAvailable() bool {
 	return false
 }
 
-// --- gate 1: timing fidelity ---
-
-func gateTiming(ctx context.Context, t *Testbed, e *echoServer, sen *sentinel, c *Calibration, opt CalibrateOptions) ([]string, error) {
-	var fails []string
-	for _, p := range opt.Paths {
-		base := c.Paths[p]
-		a, _ := t.ClientAddr(p)
-		conn, err := newEchoClient(t, a)
-		if err != nil {
-			return nil, err
-		}
-		for _, rtt := range opt.RTTs {
-			s := base
-			s.RTT, s.Loss = rtt, 0
-			if err := t.SetPath(p, s); err != nil {
-				conn.Close()
-				return nil, err
-			}
-			var r TimingResult
-			var retried []string
-			for attempt := 1; ; attempt++ {
-				// Warm up the compensation before measuring.
-				if _, _, _, err := echoes(ctx, e, t, conn, 30, 2*time.Millisecond); err != nil {
-					conn.Close()
-					return nil, err
-				}
-				from := time.Now()
-				late0 := emulatorBehind(t, p)
-				rtts, raw, _, err := echoes(ctx, e, t, conn, opt.Echoes, 3*time.Millisecond)
-				if err != nil {
-					conn.Close()
-					return nil, err
-				}
-				r = summariseTiming(p, rtt, rtts, raw)
-				r.Lost = opt.Echoes - r.N
-				r.HostStalls = sen.window(from, time.Now())
-				r.EmulatorLate = emulatorBehind(t, p) - late0
-				r.Pass = r.N >= opt.Echoes*9/10 && math.Abs(r.MedianErrPct) <= TimingMedianTol*100
-				if opt.Strict {
-					r.Pass = r.Pass && r.MeanAbsDev <= TimingMADMax
-				}
-				if r.Pass || (opt.Strict && r.HostStalls.Count == 0) || attempt >= opt.Attempts {
-					break
-				}
-				retried = append(retried, fmt.Sprintf("attempt %d: median %.3f ms, mean abs dev %d µs, max %.3f ms; host stalled %d× (max %.1f ms)",
-					attempt, ms(r.Median), r.MeanAbsDev.Microseconds(), ms(r.Max), r.HostStalls.Count, ms(r.HostStalls.Max)))
-			}
-			r.Retried = retried
-			c.Timing = append(c.Timing, r)
-			fmt.Fprintf(opt.Progress, "timing     path %s rtt %-5v median %.3f ms (%+.2f%%) mean abs dev %d µs p99 %.3f ms n=%d host stalls %d emulator late %d %s\n",
-				p, rtt, ms(r.Median), r.MedianErrPct, r.MeanAbsDev.Microseconds(), ms(r.P99), r.N, r.HostStalls.Count, r.EmulatorLate, passWord(r.Pass))
-			if !r.Pass {
-				if opt.Strict {
-					fails = append(fails, fmt.Sprintf("path %s rtt %v: median %.3f ms (%+.2f%%, limit ±%.0f%%), mean abs dev %d µs (limit %d), %d/%d answered%s",
-						p, rtt, ms(r.Median), r.MedianErrPct, TimingMedianTol*100, r.MeanAbsDev.Microseconds(), TimingMADMax.Microseconds(), r.N, opt.Echoes, stallNote(r.HostStalls, len(retried)+1)))
-				} else {
-					fails = append(fails, fmt.Sprintf("path %s rtt %v: median %.3f ms (%+.2f%%, limit ±%.0f%%), %d/%d answered, in each of %d attempts: the emulated delay is systematically wrong",
-						p, rtt, ms(r.Median), r.MedianErrPct, TimingMedianTol*100, r.N, opt.Echoes, len(retried)+1))
-				}
-			}
-		}
-		conn.Close()
-		if err := t.SetPath(p, base); err != nil {
-			return nil, err
-		}
-	}
-	return fails, nil
-}
-
-// stallNote explains a failure the host contributed to.
-func stallNote(h HostStalls, attempts int) string {
-	if h.Count == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" — the host stalled a real-time thread %d× (max %.1f ms) during the measurement, after %d attempt(s): the machine is overloaded, retry when it is quieter", h.Count, ms(h.Max), attempts)
-}
-
-func summariseTiming(path string, cfg time.Duration, rtts, raw []time.Duration) TimingResult {
-	r := TimingResult{Path: path, Configured: cfg, N: len(rtts)}
-	if len(rtts) == 0 {
-		r.MedianErrPct = -100
-		return r
-	}
-	s := slices.Clone(rtts)
-	slices.Sort(s)
-	r.Min, r.Max = s[0], s[len(s)-1]
-	r.Median = quantile(s, 0.5)
-	r.P99 = quantile(s, 0.99)
-	var sum float64
-	for _, v := range s {
-		sum += float64(v)
-	}
-	mean := sum / float64(len(s))
-	r.Mean = time.Duration(mean)
-	var dev float64
-	for _, v := range s {
-		dev += math.Abs(float64(v) - mean)
-	}
-	r.MeanAbsDev = time.Duration(dev / float64(len(s)))
-	r.MedianErrPct = 100 * (float64(r.Median) - float64(cfg)) / float64(cfg)
-	rs := slices.Clone(raw)
-	slices.Sort(rs)
-	r.RawMedian = quantile(rs, 0.5)
-	return r
-}
-
 func quantile[T ~int64 | ~float64](sorted []T, q float64) T {
 	if len(sorted) == 0 {
 		return 0
@@ -470,450 +379,6 @@ func passWord(ok bool) string {
 		return "PASS"
 	}
 	return "FAIL"
-}
-
-// --- gate 2: sustained throughput ---
-
-func gateThroughput(ctx context.Context, t *Testbed, sen *sentinel, c *Calibration, opt CalibrateOptions) ([]string, error) {
-	var fails []string
-	for _, p := range opt.Paths {
-		base := c.Paths[p]
-		for _, rate := range opt.Rates {
-			s := base
-			s.Rate, s.Loss = rate, 0
-			if err := t.SetPath(p, s); err != nil {
-				return nil, err
-			}
-			r := ThroughputResult{Path: p, Rate: rate}
-			var stalls HostStalls
-			cpu0, wall0 := procCPU(c.Host.Holder.PID), time.Now()
-			for i := 0; i < opt.Repeats; i++ {
-				for attempt := 1; ; attempt++ {
-					from := time.Now()
-					g, mss, mtu, err := tcpTransfer(ctx, t, p, opt.Transfer)
-					if err != nil {
-						return nil, fmt.Errorf("path %s rate %d: transfer %d: %w", p, rate, i+1, err)
-					}
-					r.MSS, r.MTU = mss, mtu
-					h := sen.window(from, time.Now())
-					ceiling := float64(rate) * float64(mss) / float64(mtu)
-					ok := g >= ThroughputMinFrac*ceiling
-					if !opt.Strict {
-						ok = ok && g <= ThroughputMaxFrac*ceiling
-					}
-					if ok || (opt.Strict && h.Count == 0) || attempt >= opt.Attempts {
-						r.Goodput = append(r.Goodput, g)
-						if h.Count > stalls.Count {
-							stalls = h
-						}
-						break
-					}
-					r.Retried = append(r.Retried, fmt.Sprintf("transfer %d attempt %d: %.2f Mbit/s (ceiling %.2f); host stalled %d× (max %.1f ms)",
-						i+1, attempt, g/1e6, ceiling/1e6, h.Count, ms(h.Max)))
-				}
-			}
-			if cpu1 := procCPU(c.Host.Holder.PID); cpu1 >= cpu0 && cpu0 >= 0 {
-				r.EmulatorCPU = (cpu1 - cpu0).Seconds() / time.Since(wall0).Seconds()
-			}
-			r.Ceiling = float64(rate) * float64(r.MSS) / float64(r.MTU)
-			r.Min, r.Max = slices.Min(r.Goodput), slices.Max(r.Goodput)
-			var sum float64
-			for _, g := range r.Goodput {
-				sum += g
-			}
-			mean := sum / float64(len(r.Goodput))
-			r.ErrPct = 100 * (r.Min - r.Ceiling) / r.Ceiling
-			r.SpreadPct = 100 * (r.Max - r.Min) / mean
-			if opt.Strict {
-				r.Pass = r.Min >= ThroughputMinFrac*r.Ceiling && r.Max <= ThroughputMaxFrac*r.Ceiling &&
-					r.SpreadPct <= ThroughputSpread*100
-			} else {
-				// A fault is systematic: every transfer (each after its
-				// retries) below the floor — the shaper too slow — or
-				// every one above the ceiling — the shaper leaking.
-				r.Pass = r.Max >= ThroughputMinFrac*r.Ceiling && r.Min <= ThroughputMaxFrac*r.Ceiling
-			}
-			if r.Max > ThroughputMaxFrac*r.Ceiling {
-				r.Note = fmt.Sprintf("goodput above the ceiling (max %.2f vs %.2f Mbit/s): a token bucket cannot deliver more than rate × time + burst (%d B ≈ %.2f%% here), so the excess is the measurement's: the receive counter read late against its timestamp",
-					r.Max/1e6, r.Ceiling/1e6, c.Paths[p].EffectiveBurst(), 100*float64(c.Paths[p].EffectiveBurst())*8/(r.Ceiling*(opt.Transfer-200*time.Millisecond-min(opt.Transfer/3, 1500*time.Millisecond)).Seconds()))
-			}
-			c.Throughput = append(c.Throughput, r)
-			fmt.Fprintf(opt.Progress, "throughput path %s rate %3d Mbit/s ceiling %.2f min %.2f max %.2f Mbit/s (%+.2f%%, spread %.2f%%) emulator CPU %.1f%% %s\n",
-				p, rate/1e6, r.Ceiling/1e6, r.Min/1e6, r.Max/1e6, r.ErrPct, r.SpreadPct, 100*r.EmulatorCPU, passWord(r.Pass))
-			if !r.Pass {
-				why := stallNote(stalls, opt.Attempts)
-				if r.Min >= ThroughputMinFrac*r.Ceiling {
-					// Nothing slow: the host is not to blame for a goodput
-					// above the ceiling or a spread among fast transfers.
-					why = ""
-					if r.Note != "" {
-						why = " — " + r.Note
-					}
-				}
-				if !opt.Strict {
-					why = " in every attempt: the shaper's rate is systematically wrong"
-				}
-				fails = append(fails, fmt.Sprintf("path %s %d Mbit/s: goodput %.2f..%.2f Mbit/s vs ceiling %.2f (%+.2f%%, limit −%.0f%%..+%.0f%%), spread %.2f%% (limit %.0f%%)",
-					p, rate/1e6, r.Min/1e6, r.Max/1e6, r.Ceiling/1e6, r.ErrPct, (1-ThroughputMinFrac)*100, (ThroughputMaxFrac-1)*100, r.SpreadPct, ThroughputSpread*100)+why)
-			}
-		}
-		if err := t.SetPath(p, base); err != nil {
-			return nil, err
-		}
-	}
-	return fails, nil
-}
-
-// tcpTransfer sends from the client (bound to the path's address) to the
-// server for d and returns the goodput the server's kernel received
-// (tcpi_bytes_received) between the end of a warm-up and 200 ms before
-// the sender stops — slow start and the drain at the end excluded, and
-// independent of when the receiving goroutine gets to read — with the
-// sender's MSS and path MTU.
-func tcpTransfer(ctx context.Context, t *Testbed, path string, d time.Duration) (goodput float64, mss, mtu int, err error) {
-	var ln *net.TCPListener
-	if err := t.InNS(t.ServerNS(), func() error {
-		var err error
-		ln, err = net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(t.ServerAddr(), 0)))
-		return err
-	}); err != nil {
-		return 0, 0, 0, err
-	}
-	defer ln.Close()
-	warm := min(d/3, 1500*time.Millisecond)
-	type result struct {
-		rate float64
-		err  error
-	}
-	rc := make(chan result, 1)
-	go func() {
-		_ = ln.SetDeadline(time.Now().Add(5 * time.Second))
-		conn, err := ln.AcceptTCP()
-		if err != nil {
-			rc <- result{err: err}
-			return
-		}
-		defer conn.Close()
-		start := time.Now()
-		marks := make(chan mark, 2)
-		go func() {
-			for _, at := range []time.Duration{warm, d - 200*time.Millisecond} {
-				time.Sleep(time.Until(start.Add(at)))
-				marks <- bracketedMark(conn)
-			}
-		}()
-		_, _ = io.Copy(io.Discard, conn)
-		m1, m2 := <-marks, <-marks
-		if m2.bytes <= m1.bytes {
-			rc <- result{err: fmt.Errorf("no data received between %v and %v", warm, d-200*time.Millisecond)}
-			return
-		}
-		rc <- result{rate: float64(m2.bytes-m1.bytes) * 8 / m2.at.Sub(m1.at).Seconds()}
-	}()
-	a, _ := t.ClientAddr(path)
-	var conn *net.TCPConn
-	if err := t.InNS(t.ClientNS(), func() error {
-		dl := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, 0)), Timeout: 5 * time.Second}
-		c, err := dl.DialContext(ctx, "tcp4", ln.Addr().String())
-		if err != nil {
-			return err
-		}
-		conn = c.(*net.TCPConn)
-		return nil
-	}); err != nil {
-		return 0, 0, 0, fmt.Errorf("dial: %w", err)
-	}
-	buf := make([]byte, 256<<10)
-	end := time.Now().Add(d)
-	_ = conn.SetWriteDeadline(end)
-	for time.Now().Before(end) && ctx.Err() == nil {
-		if _, err := conn.Write(buf); err != nil {
-			break
-		}
-	}
-	mss, mtu = tcpMSS(conn)
-	_ = conn.SetLinger(0) // the queue need not drain: the measurement is over
-	conn.Close()
-	r := <-rc
-	if r.err != nil {
-		return 0, mss, mtu, r.err
-	}
-	return r.rate, mss, mtu, ctx.Err()
-}
-
-type mark struct {
-	at    time.Time
-	bytes uint64
-}
-
-// bracketedMark reads the receive counter between two clock readings and
-// stamps it with their midpoint, retrying when they are more than 200 µs
-// apart: a goroutine descheduled between reading the clock and the
-// counter (on a loaded host, for tens of ms) made the goodput of a 3 s
-// transfer come out up to 2 % above the shaper's ceiling.
-func bracketedMark(c *net.TCPConn) mark {
-	var m mark
-	for range 5 {
-		t0 := time.Now()
-		b := tcpBytesReceived(c)
-		t1 := time.Now()
-		m = mark{t0.Add(t1.Sub(t0) / 2), b}
-		if t1.Sub(t0) <= 200*time.Microsecond {
-			break
-		}
-	}
-	return m
-}
-
-func tcpBytesReceived(c *net.TCPConn) uint64 {
-	var n uint64
-	if rc, err := c.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) {
-			if ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
-				n = ti.Bytes_received
-			}
-		})
-	}
-	return n
-}
-
-func tcpMSS(c *net.TCPConn) (mss, mtu int) {
-	mss, mtu = 1448, 1500
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return
-	}
-	_ = rc.Control(func(fd uintptr) {
-		if ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
-			mss, mtu = int(ti.Snd_mss), int(ti.Pmtu)
-		}
-	})
-	return
-}
-
-// --- gate 3: probe-train dispersion ---
-
-func gateDispersion(ctx context.Context, t *Testbed, c *Calibration, opt CalibrateOptions) ([]string, error) {
-	var fails []string
-	srv, err := listenUDP(t, t.ServerNS(), netip.AddrPortFrom(t.ServerAddr(), 0))
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Close()
-	dst := netip.AddrPortFrom(t.ServerAddr(), uint16(srv.LocalAddr().(*net.UDPAddr).Port))
-	for _, p := range opt.Paths {
-		base := c.Paths[p]
-		a, _ := t.ClientAddr(p)
-		cli, err := listenUDP(t, t.ClientNS(), netip.AddrPortFrom(a, 0))
-		if err != nil {
-			return nil, err
-		}
-		for _, rate := range opt.Rates {
-			s := base
-			s.Rate, s.Loss = rate, 0
-			if err := t.SetPath(p, s); err != nil {
-				cli.Close()
-				return nil, err
-			}
-			discard := s.EffectiveBurst() / ProbeBytes
-			var r DispersionResult
-			for attempt := 1; ; attempt++ {
-				r = DispersionResult{Path: p, Rate: rate, K: opt.TrainLen, Discard: discard, PacketBytes: ProbeBytes, Attempts: attempt}
-				for i := 0; i < opt.Trains && ctx.Err() == nil; i++ {
-					est, err := probeTrain(cli, srv, dst, uint32(i), opt.TrainLen, discard)
-					if err != nil {
-						cli.Close()
-						return nil, fmt.Errorf("path %s rate %d train %d: %w", p, rate, i, err)
-					}
-					if est > 0 {
-						r.Estimates = append(r.Estimates, est)
-					}
-					// Let the bucket refill so every train starts alike.
-					time.Sleep(10*time.Millisecond + time.Duration(float64(s.EffectiveBurst())*8/float64(rate)*1e9))
-				}
-				r.Trains = len(r.Estimates)
-				if r.Trains > 0 {
-					e := slices.Clone(r.Estimates)
-					slices.Sort(e)
-					r.Median = quantile(e, 0.5)
-					r.ErrPct = 100 * (r.Median - float64(rate)) / float64(rate)
-					r.IQRPct = 100 * (quantile(e, 0.75) - quantile(e, 0.25)) / r.Median
-				} else {
-					r.ErrPct = -100
-				}
-				r.Pass = r.Trains >= opt.Trains/2 && math.Abs(r.ErrPct) <= DispersionTol*100
-				if r.Pass || opt.Strict || attempt >= opt.Attempts || ctx.Err() != nil {
-					break
-				}
-			}
-			c.Dispersion = append(c.Dispersion, r)
-			fmt.Fprintf(opt.Progress, "dispersion path %s rate %3d Mbit/s K=%d discard %d estimate %.2f Mbit/s (%+.2f%%, IQR %.2f%%) trains %d %s\n",
-				p, rate/1e6, r.K, r.Discard, r.Median/1e6, r.ErrPct, r.IQRPct, r.Trains, passWord(r.Pass))
-			if !r.Pass {
-				fails = append(fails, fmt.Sprintf("path %s %d Mbit/s: estimate %.2f Mbit/s (%+.2f%%, limit ±%.0f%%) from %d/%d trains of K=%d",
-					p, rate/1e6, r.Median/1e6, r.ErrPct, DispersionTol*100, r.Trains, opt.Trains, r.K))
-			}
-		}
-		cli.Close()
-		if err := t.SetPath(p, base); err != nil {
-			return nil, err
-		}
-	}
-	return fails, nil
-}
-
-// probeTrain sends k back-to-back probes (one sendmmsg) and estimates the
-// bottleneck from the least-squares slope of the server's kernel receive
-// timestamps over the probes after the first discard.
-func probeTrain(cli, srv *net.UDPConn, dst netip.AddrPort, id uint32, k, discard int) (float64, error) {
-	payload := ProbeBytes - 28
-	msgs := make([]ipv4.Message, k)
-	for i := range msgs {
-		b := make([]byte, payload)
-		binary.BigEndian.PutUint32(b[0:4], 0x70726f62) // "prob"
-		binary.BigEndian.PutUint32(b[4:8], id)
-		binary.BigEndian.PutUint32(b[8:12], uint32(i))
-		msgs[i] = ipv4.Message{Buffers: [][]byte{b}, Addr: net.UDPAddrFromAddrPort(dst)}
-	}
-	pc := ipv4.NewPacketConn(cli)
-	for sent := 0; sent < k; {
-		n, err := pc.WriteBatch(msgs[sent:], 0)
-		if err != nil {
-			return 0, fmt.Errorf("send probes: %w", err)
-		}
-		sent += n
-	}
-	stamps := make([]int64, k)
-	seen := 0
-	buf := make([]byte, 2048)
-	oob := make([]byte, 128)
-	_ = srv.SetReadDeadline(time.Now().Add(time.Second))
-	for seen < k {
-		n, oobn, _, _, err := srv.ReadMsgUDPAddrPort(buf, oob)
-		if err != nil {
-			break // timeout: estimate from what arrived
-		}
-		if n != payload || binary.BigEndian.Uint32(buf[0:4]) != 0x70726f62 || binary.BigEndian.Uint32(buf[4:8]) != id {
-			continue
-		}
-		i := int(binary.BigEndian.Uint32(buf[8:12]))
-		rx, ok := rxStamp(oob[:oobn])
-		if i < 0 || i >= k || !ok {
-			continue
-		}
-		stamps[i] = rx
-		seen++
-	}
-	_ = srv.SetReadDeadline(time.Time{})
-	if seen < k {
-		return 0, nil // a lost probe spoils the train; it is not counted
-	}
-	// Least squares of time against packet index over [discard, k).
-	var xs, ys []float64
-	for i := discard; i < k; i++ {
-		xs = append(xs, float64(i))
-		ys = append(ys, float64(stamps[i]-stamps[discard]))
-	}
-	slope := lsSlope(xs, ys)
-	if slope <= 0 {
-		return 0, nil
-	}
-	return float64(ProbeBytes) * 8 / (slope / 1e9), nil
-}
-
-func lsSlope(xs, ys []float64) float64 {
-	n := float64(len(xs))
-	var sx, sy, sxx, sxy float64
-	for i := range xs {
-		sx += xs[i]
-		sy += ys[i]
-		sxx += xs[i] * xs[i]
-		sxy += xs[i] * ys[i]
-	}
-	den := n*sxx - sx*sx
-	if den == 0 {
-		return 0
-	}
-	return (n*sxy - sx*sy) / den
-}
-
-// --- gate 4: path isolation ---
-
-func gateIsolation(ctx context.Context, t *Testbed, e *echoServer, c *Calibration, opt CalibrateOptions) ([]string, error) {
-	const n = 20
-	orig, err := t.Route()
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = t.RouteVia(orig) }()
-	type check struct {
-		name, expect, route string
-		bind                netip.Addr // invalid = unbound
-	}
-	checks := []check{
-		{"bound to path A address", "A", "A", t.ClientAddrA()},
-		{"bound to path B address", "B", "A", t.ClientAddrB()},
-		{"unbound, main table via A", "A", "A", netip.Addr{}},
-		{"bound to path A after route flip to B", "A", "B", t.ClientAddrA()},
-		{"unbound after route flip to B", "B", "B", netip.Addr{}},
-	}
-	var fails []string
-	for _, ck := range checks {
-		for attempt := 1; ; attempt++ {
-			if err := t.RouteVia(ck.route); err != nil {
-				return nil, err
-			}
-			conn, err := newEchoClient(t, ck.bind)
-			if err != nil {
-				return nil, err
-			}
-			before, err := t.Counters()
-			if err != nil {
-				conn.Close()
-				return nil, err
-			}
-			rtts, _, src, err := echoes(ctx, e, t, conn, n, time.Millisecond)
-			conn.Close()
-			if err != nil {
-				return nil, err
-			}
-			after, err := t.Counters()
-			if err != nil {
-				return nil, err
-			}
-			r := IsolationResult{Check: ck.name, Expect: ck.expect, N: n, Carried: map[string][2]uint64{}}
-			if src.IsValid() {
-				r.Source = src.String()
-			}
-			for _, p := range Paths {
-				r.Carried[p] = [2]uint64{after[p].Up.Packets - before[p].Up.Packets, after[p].Down.Packets - before[p].Down.Packets}
-			}
-			other := "B"
-			if ck.expect == "B" {
-				other = "A"
-			}
-			wantSrc, _ := t.ClientAddr(ck.expect)
-			r.Pass = len(rtts) == n && r.Carried[ck.expect] == [2]uint64{n, n} && r.Carried[other] == [2]uint64{0, 0} &&
-				r.Source == wantSrc.String()
-			// Sanity mode: an echo lost or late under load is retried; a
-			// packet on the wrong path or a wrong source address is a fault
-			// however often it is tried.
-			misrouted := r.Carried[other] != [2]uint64{0, 0} || (r.Source != "" && r.Source != wantSrc.String())
-			if !r.Pass && !opt.Strict && !misrouted && attempt < opt.Attempts && ctx.Err() == nil {
-				continue
-			}
-			if !r.Pass {
-				r.Detail = fmt.Sprintf("want %d up/%d down on %s, 0 on %s, source %s; got A %v B %v, source %q, %d/%d answered",
-					n, n, ck.expect, other, wantSrc, r.Carried["A"], r.Carried["B"], r.Source, len(rtts), n)
-				fails = append(fails, ck.name+": "+r.Detail)
-			}
-			c.Isolation = append(c.Isolation, r)
-			fmt.Fprintf(opt.Progress, "isolation  %-38s A up/down %v B up/down %v source %s %s\n",
-				ck.name, r.Carried["A"], r.Carried["B"], r.Source, passWord(r.Pass))
-			break
-		}
-	}
-	return fails, nil
 }
 
 // renice sets every thread of this process to nice n (threads created

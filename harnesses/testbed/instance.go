@@ -212,13 +212,16 @@ func (t *Testbed) Holder() (HolderInfo, error) {
 }
 
 type request struct {
-	Op   string    `json:"op"` // path, set-path, counters, timing, fidelity, down
+	Op   string    `json:"op"` // path, set-path, counters, timing, fidelity, capture-start, capture-stop, capture-write, info, down
 	Path string    `json:"path,omitempty"`
 	Spec *PathSpec `json:"spec,omitempty"`
 	// fidelity: the window (MonoNow ns) and the lateness tolerance (ns).
 	From int64 `json:"from,omitempty"`
 	To   int64 `json:"to,omitempty"`
 	Tol  int64 `json:"tol,omitempty"`
+	// capture-write: what to write where; capture-start: keep counts only.
+	Capture *CaptureOptions `json:"capture,omitempty"`
+	Discard bool            `json:"discard,omitempty"`
 }
 
 type response struct {
@@ -348,6 +351,16 @@ func (t *Testbed) Serve(l net.Listener, downc chan<- struct{}) {
 				result, err = t.EmulatorTiming()
 			case "fidelity":
 				result, err = t.Fidelity(req.From, req.To, time.Duration(req.Tol))
+			case "capture-start":
+				err = t.startCapture(req.Discard)
+			case "capture-stop":
+				result, err = t.StopCapture()
+			case "capture-write":
+				if req.Capture == nil {
+					err = errors.New("capture-write without options")
+				} else {
+					result, err = t.WriteCapture(*req.Capture)
+				}
 			case "info":
 				result = t.holderInfo()
 			case "down":

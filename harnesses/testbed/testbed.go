@@ -63,6 +63,7 @@ type Testbed struct {
 	sentinel   *sentinel
 	tuning     Tuning
 	tuningErrs []string
+	capture    *capture // the wire capture in progress (capture.go)
 
 	// Attached instances only: the holder's control socket.
 	ctl string
@@ -283,6 +284,7 @@ func (t *Testbed) Down() error {
 	if t.ctl != "" {
 		return downAttached(t)
 	}
+	t.stopCaptureLocked()
 	for _, p := range Paths {
 		for _, l := range t.links[p] {
 			if l != nil {

@@ -122,6 +122,12 @@ func TestEndToEnd(t *testing.T) {
 			if len(m.Binaries) == 0 || m.Binaries[0].SHA256 == "" || m.Version == "" {
 				t.Errorf("manifest lacks binaries/version: %+v %q", m.Binaries, m.Version)
 			}
+			// The emulator's capture of every datagram, both paths, recorded.
+			if c := m.Capture; c == nil || c.Error != "" || c.Overruns != 0 || c.Packets["A/s2c"].Packets == 0 || c.Packets["B/s2c"].Packets == 0 {
+				t.Errorf("no usable wire capture in the manifest: %+v", c)
+			} else if sum, err := run.SHA256File(filepath.Join(r.Dir, run.WireFile)); err != nil || sum != c.SHA256 {
+				t.Errorf("%s: sha256 %s (%v), the manifest says %s", run.WireFile, sum, err, c.SHA256)
+			}
 		})
 	}
 }

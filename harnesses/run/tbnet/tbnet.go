@@ -88,6 +88,23 @@ func (n *Net) Fidelity(from, to int64, tol time.Duration) (run.FidelityWindow, e
 	return n.T.Fidelity(from, to, tol) // one type (harnesses/fidelity), no bridge
 }
 
+// StartCapture starts the emulator's wire capture (run.WireCapturer).
+func (n *Net) StartCapture() error { return n.T.StartCapture() }
+
+// WriteCapture writes the wire capture of [from, to] (run.WireCapturer).
+func (n *Net) WriteCapture(file string, from, to int64, migrations []int64) (run.Capture, error) {
+	r, err := n.T.WriteCapture(testbed.CaptureOptions{File: file, From: from, To: to, Migrations: migrations})
+	if err != nil {
+		return run.Capture{}, err
+	}
+	c := run.Capture{File: r.File, Bytes: r.Bytes, PcapngBytes: r.PcapngBytes, Packets: map[string]run.CaptureDir{},
+		Overruns: r.Overruns, SnapPolicy: r.Policy, MonoToRealNS: r.MonoToRealNS, WholeWindows: r.WholeWindows}
+	for k, d := range r.Dirs {
+		c.Packets[k] = d
+	}
+	return c, nil
+}
+
 // Scope of the calibration a run performs.
 const (
 	// CalibrateFull runs the testbed's quick gates at their standard

@@ -10,6 +10,7 @@ package linkemu
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -25,10 +26,14 @@ package linkemu
 // all with atomic operations.
 // One packet's fate, for the fidelity record: when it arrived, when the
 // schedule said it was due (0 for a drop), when it was written (0 for a
-// drop), its size and what happened (LE_SENT, LE_QDROP, LE_LDROP, LE_WDROP).
+// drop), its size and what happened (LE_SENT, LE_QDROP, LE_LDROP, LE_WDROP),
+// and, while capture is on, where its bytes are in the capture ring
+// (cap_off counts bytes ever written there; cap_len 0: not captured).
 typedef struct {
 	int64_t arr, due, sent;
 	uint32_t size, cause;
+	uint64_t cap_off;
+	uint32_t cap_len, cap_pad;
 } le_rec;
 
 enum { LE_SENT = 0, LE_QDROP = 1, LE_LDROP = 2, LE_WDROP = 3 };
@@ -43,12 +48,32 @@ typedef struct {
 	int64_t spin;   // busy-wait this long before each deadline (ns); 0 = sleep only
 	le_rec *rec;    // ring of rec_cap records (NULL: not recorded)
 	uint64_t rec_cap, rec_n; // rec_n: records written so far (the ring index is rec_n % rec_cap)
+	// The capture ring: while cap_on, each recorded datagram's bytes are
+	// copied here (cap_size, a power of two) before its record is
+	// published; cap_w counts the bytes ever written.
+	unsigned char *cap;
+	uint64_t cap_size, cap_w;
+	int64_t cap_on;
 } le_shared;
 
-static void le_record(le_shared *s, int64_t arr, int64_t due, int64_t sent, uint32_t size, uint32_t cause) {
+// le_record publishes one record; buf (the datagram) is copied into the
+// capture ring first while capture is on, so a reader that sees the record
+// finds its bytes.
+static void le_record(le_shared *s, int64_t arr, int64_t due, int64_t sent, uint32_t size, uint32_t cause, const unsigned char *buf) {
 	if (s->rec == NULL) return;
+	uint64_t off = 0;
+	uint32_t clen = 0;
+	if (s->cap != NULL && LE_RLX(s->cap_on)) {
+		off = LE_RLX(s->cap_w); // written by this thread only
+		clen = size;
+		uint64_t at = off & (s->cap_size - 1), first = s->cap_size - at;
+		if (first > clen) first = clen;
+		memcpy(s->cap + at, buf, first);
+		if (first < clen) memcpy(s->cap, buf + first, clen - first);
+		LE_ST(s->cap_w, off + clen);
+	}
 	uint64_t i = LE_RLX(s->rec_n);
-	s->rec[i % s->rec_cap] = (le_rec){arr, due, sent, size, cause};
+	s->rec[i % s->rec_cap] = (le_rec){arr, due, sent, size, cause, off, clen, 0};
 	LE_ST(s->rec_n, i + 1);
 }
 
@@ -152,7 +177,7 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 					rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
 					if ((int64_t)(rng % 1000000000ULL) < sp.loss_ppb) {
 						LE_ADD(s->ldrops, 1);
-						le_record(s, now, 0, 0, (uint32_t)m, LE_LDROP);
+						le_record(s, now, 0, 0, (uint32_t)m, LE_LDROP, buf);
 						freel[nfree++] = buf;
 						continue;
 					}
@@ -163,7 +188,7 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 					int64_t t0 = now > last_release ? now : last_release;
 					if (sp.queue > 0 && (double)(t0 - now) > (double)sp.queue * nspb) {
 						LE_ADD(s->qdrops, 1);
-						le_record(s, now, 0, 0, (uint32_t)m, LE_QDROP);
+						le_record(s, now, 0, 0, (uint32_t)m, LE_QDROP, buf);
 						freel[nfree++] = buf;
 						continue;
 					}
@@ -182,7 +207,7 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 				}
 				if (n == LE_CAP) {
 					LE_ADD(s->qdrops, 1);
-					le_record(s, now, 0, 0, (uint32_t)m, LE_QDROP);
+					le_record(s, now, 0, 0, (uint32_t)m, LE_QDROP, buf);
 					freel[nfree++] = buf;
 					continue;
 				}
@@ -237,10 +262,10 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 			if (write(out_fd, p.buf, p.n) == p.n) {
 				LE_ADD(s->pkts, 1);
 				LE_ADD(s->bytes, (uint64_t)p.n);
-				le_record(s, p.arr, p.due, now, (uint32_t)p.n, LE_SENT);
+				le_record(s, p.arr, p.due, now, (uint32_t)p.n, LE_SENT, p.buf);
 			} else {
 				LE_ADD(s->qdrops, 1);
-				le_record(s, p.arr, p.due, 0, (uint32_t)p.n, LE_WDROP);
+				le_record(s, p.arr, p.due, 0, (uint32_t)p.n, LE_WDROP, p.buf);
 			}
 			freel[nfree++] = p.buf;
 			now = le_now();
@@ -285,8 +310,9 @@ type impl struct {
 	sh   *C.le_shared
 	spmu sync.Mutex // serialises writers of the sequence lock
 
-	recmu sync.RWMutex // guards the ring's lifetime (freed by release)
+	recmu sync.RWMutex // guards the rings' lifetime (freed by release)
 	ring  []Record     // the C ring, viewed from Go; nil once released
+	cap   []byte       // the C capture ring, viewed from Go; nil once released
 }
 
 func (l *Link) init(s Spec) {
@@ -296,6 +322,13 @@ func (l *Link) init(s Spec) {
 			l.sh.rec = (*C.le_rec)(p)
 			l.sh.rec_cap = C.uint64_t(RecordCap)
 			l.ring = unsafe.Slice((*Record)(p), RecordCap)
+		}
+		if n := captureRingSize(); n > 0 {
+			if p := C.malloc(C.size_t(n)); p != nil {
+				l.sh.cap = (*C.uchar)(p)
+				l.sh.cap_size = C.uint64_t(n)
+				l.cap = unsafe.Slice((*byte)(p), n)
+			}
 		}
 	}
 	l.pushSpec(s)
@@ -308,6 +341,35 @@ func (l *Link) release() {
 		C.free(unsafe.Pointer(l.sh.rec))
 		l.sh.rec, l.ring = nil, nil
 	}
+	if l.sh.cap != nil {
+		C.free(unsafe.Pointer(l.sh.cap))
+		l.sh.cap, l.cap = nil, nil
+	}
+}
+
+func (l *Link) setCapture(on bool) bool {
+	if l.sh.cap == nil {
+		return false
+	}
+	v := int64(0)
+	if on {
+		v = 1
+	}
+	atomic.StoreInt64(i64(&l.sh.cap_on), v)
+	return true
+}
+
+// datagrams is records with the bytes each carried while capture was on.
+func (l *Link) datagrams(since uint64, buf []byte) Drained {
+	l.recmu.RLock()
+	defer l.recmu.RUnlock()
+	if l.ring == nil {
+		return Drained{Next: since}
+	}
+	recs, next := l.recordsLocked(since)
+	d := Drained{Next: next, LostRecords: lostBefore(since, next, len(recs))}
+	d.Datagrams = attachBytes(recs, l.cap, func() uint64 { return atomic.LoadUint64(u64(&l.sh.cap_w)) }, &d.LostBytes, buf)
+	return d
 }
 
 func (l *Link) setSpin(d time.Duration) { atomic.StoreInt64(i64(&l.sh.spin), int64(d)) }
@@ -319,6 +381,10 @@ func (l *Link) records(since uint64) ([]Record, uint64) {
 	if l.ring == nil {
 		return nil, since
 	}
+	return l.recordsLocked(since)
+}
+
+func (l *Link) recordsLocked(since uint64) ([]Record, uint64) {
 	c := uint64(len(l.ring))
 	n := atomic.LoadUint64(u64(&l.sh.rec_n))
 	// Leave a margin: the loop may be overwriting the oldest slots now.

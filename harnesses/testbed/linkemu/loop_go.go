@@ -31,22 +31,52 @@ type impl struct {
 	recmu sync.Mutex
 	ring  []Record
 	recN  uint64
+	cap   []byte // capture ring; capW counts the bytes ever written to it
+	capW  uint64
+	capOn atomic.Bool
 }
 
 func (l *Link) init(Spec) {
 	if RecordCap > 0 {
 		l.ring = make([]Record, RecordCap)
+		if n := captureRingSize(); n > 0 {
+			l.cap = make([]byte, n)
+		}
 	}
+}
+
+func (l *Link) setCapture(on bool) bool {
+	if l.cap == nil {
+		return false
+	}
+	l.capOn.Store(on)
+	return true
+}
+
+func (l *Link) datagrams(since uint64, buf []byte) Drained {
+	l.recmu.Lock()
+	defer l.recmu.Unlock()
+	recs, next := l.recordsLocked(since)
+	d := Drained{Next: next, LostRecords: lostBefore(since, next, len(recs))}
+	d.Datagrams = attachBytes(recs, l.cap, func() uint64 { return l.capW }, &d.LostBytes, buf)
+	return d
 }
 func (l *Link) pushSpec(Spec)           {}
 func (l *Link) release()                {}
 func (l *Link) setSpin(d time.Duration) { l.spin.Store(int64(d)) }
 
-func (l *Link) record(r Record) {
+func (l *Link) record(r Record, data []byte) {
 	if l.ring == nil {
 		return
 	}
 	l.recmu.Lock()
+	if l.cap != nil && l.capOn.Load() {
+		size := uint64(len(l.cap))
+		r.capOff, r.capLen = l.capW, uint32(len(data))
+		n := copy(l.cap[l.capW&(size-1):], data)
+		copy(l.cap, data[n:])
+		l.capW += uint64(len(data))
+	}
 	l.ring[l.recN%uint64(len(l.ring))] = r
 	l.recN++
 	l.recmu.Unlock()
@@ -55,6 +85,10 @@ func (l *Link) record(r Record) {
 func (l *Link) records(since uint64) ([]Record, uint64) {
 	l.recmu.Lock()
 	defer l.recmu.Unlock()
+	return l.recordsLocked(since)
+}
+
+func (l *Link) recordsLocked(since uint64) ([]Record, uint64) {
 	n := l.recN
 	if l.ring == nil || since >= n {
 		return nil, n
@@ -127,7 +161,8 @@ type bucket struct {
 
 // schedule decides a packet's fate at arrival time now: its delivery
 // time, or false if the queue is full or it is lost.
-func (l *Link) schedule(b *bucket, rng *rand.Rand, now int64, size int) (int64, bool) {
+func (l *Link) schedule(b *bucket, rng *rand.Rand, now int64, pkt []byte) (int64, bool) {
+	size := len(pkt)
 	if s := l.spec.Load(); s != b.spec {
 		b.spec = s
 		b.tokens = min(b.tokens, float64(s.Burst))
@@ -135,7 +170,7 @@ func (l *Link) schedule(b *bucket, rng *rand.Rand, now int64, size int) (int64, 
 	s := b.spec
 	if s.Loss > 0 && rng.Float64() < s.Loss {
 		l.ldrops.Add(1)
-		l.record(Record{Arr: MonoNow(), Size: uint32(size), Cause: LossDrop})
+		l.record(Record{Arr: MonoNow(), Size: uint32(size), Cause: LossDrop}, pkt)
 		return 0, false
 	}
 	release := now
@@ -145,7 +180,7 @@ func (l *Link) schedule(b *bucket, rng *rand.Rand, now int64, size int) (int64, 
 		t0 := max(now, b.lastRelease)
 		if s.Queue > 0 && float64(t0-now) > float64(s.Queue)*nsPerByte {
 			l.qdrops.Add(1)
-			l.record(Record{Arr: MonoNow(), Size: uint32(size), Cause: QueueDrop})
+			l.record(Record{Arr: MonoNow(), Size: uint32(size), Cause: QueueDrop}, pkt)
 			return 0, false
 		}
 		b.tokens = min(float64(s.Burst), b.tokens+float64(t0-b.lastRefill)/nsPerByte)
@@ -230,7 +265,7 @@ func (l *Link) run() {
 					}
 					break // EAGAIN, or EIO while a device goes down
 				}
-				due, ok := l.schedule(&b, rng, Now(), m)
+				due, ok := l.schedule(&b, rng, Now(), buf[:m])
 				if !ok {
 					free = append(free, buf)
 					continue
@@ -273,10 +308,10 @@ func (l *Link) run() {
 			if _, e := rawWrite(l.outFD, p.buf[:p.n]); e == 0 {
 				l.pkts.Add(1)
 				l.bytes.Add(uint64(p.n))
-				l.record(Record{Arr: p.arr + monoOffset, Due: p.due + monoOffset, Sent: now + monoOffset, Size: uint32(p.n), Cause: Sent})
+				l.record(Record{Arr: p.arr + monoOffset, Due: p.due + monoOffset, Sent: now + monoOffset, Size: uint32(p.n), Cause: Sent}, p.buf[:p.n])
 			} else {
 				l.qdrops.Add(1)
-				l.record(Record{Arr: p.arr + monoOffset, Due: p.due + monoOffset, Size: uint32(p.n), Cause: WriteDrop})
+				l.record(Record{Arr: p.arr + monoOffset, Due: p.due + monoOffset, Size: uint32(p.n), Cause: WriteDrop}, p.buf[:p.n])
 			}
 			free = append(free, p.buf)
 			now = Now()
