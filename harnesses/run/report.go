@@ -173,6 +173,8 @@ func Aggregate(sc Scenario, reps []RepSummary) string {
 func describe(prefix string, valid []RepSummary, get func(RepSummary) *discriminator.Analysis) []string {
 	var resets, peaks, afters, rtts []int64
 	attr := map[string]int{}
+	q3 := map[string]int{}
+	onWire := 0
 	n := 0
 	for _, r := range valid {
 		a := get(r)
@@ -190,6 +192,10 @@ func describe(prefix string, valid []RepSummary, get func(RepSummary) *discrimin
 			rtts = append(rtts, a.RTT.FirstAfterUS)
 		}
 		attr[a.RTT.Attribution]++
+		q3[a.Q3.Answer]++
+		if a.RTT.Wire != nil && a.RTT.Wire.Decides {
+			onWire++
+		}
 	}
 	if n == 0 {
 		return []string{prefix + "no analysed repetitions"}
@@ -216,6 +222,18 @@ func describe(prefix string, valid []RepSummary, get func(RepSummary) *discrimin
 		}
 		out = append(out, fmt.Sprintf("first post-migration RTT %s (%s)", rangeMS(rtts), strings.Join(as, ", ")))
 	}
+	// Q3 per repetition, and how many the wire decided (the rest rest on
+	// RTT values: no capture or no key log).
+	answers := make([]string, 0, len(q3))
+	for k := range q3 {
+		answers = append(answers, k)
+	}
+	sort.Strings(answers)
+	var qs []string
+	for _, k := range answers {
+		qs = append(qs, fmt.Sprintf("%s %d/%d", k, q3[k], n))
+	}
+	out = append(out, fmt.Sprintf("Q3 %s (through the packet on the wire %d/%d)", strings.Join(qs, ", "), onWire, n))
 	return out
 }
 

@@ -102,16 +102,24 @@ func TestThousands(t *testing.T) {
 func TestAggregate(t *testing.T) {
 	an := func(reset bool, before, after, rtt int64) *discriminator.Analysis {
 		return &discriminator.Analysis{ResetObserved: reset, WindowBeforeBytes: before, WindowAfterBytes: after,
-			RTT: discriminator.RTTAttribution{FirstAfterUS: rtt, Attribution: "new-path"}}
+			RTT: discriminator.RTTAttribution{FirstAfterUS: rtt, Attribution: "new-path"}, Q3: discriminator.Verdict{Answer: "UNKNOWN"}}
+	}
+	// wired: the wire decided this repetition's Q3.
+	wired := func(a *discriminator.Analysis) *discriminator.Analysis {
+		a.RTT.Wire = &discriminator.WireRTT{Decides: true, Answer: "YES"}
+		a.Q3.Answer = "YES"
+		return a
 	}
 	reps := []RepSummary{
 		{Rep: 1, Status: "VALID", Completed: true, Analysis: an(true, 532322, 14520, 40400)},
 		{Rep: 2, Status: "VALID", Completed: true, Analysis: an(true, 572685, 14520, 40800)},
+		{Rep: 4, Status: "VALID", Completed: true, Analysis: wired(an(true, 560000, 14520, 40600))},
 		{Rep: 3, Status: "INVALID", Completed: true, Analysis: an(false, 999999, 1, 20000)},
 	}
 	got := Aggregate(Standard, reps)
-	for _, want := range []string{"2/3 repetitions verified as IP migrations", "1 INVALID (kept, excluded)",
-		"reset observed 2/2 at 14,520 B", "pre-migration peaks 532,322–572,685 B", "first post-migration RTT 40.4–40.8 ms (new-path 2/2)", "transfers completed 3/3"} {
+	for _, want := range []string{"3/4 repetitions verified as IP migrations", "1 INVALID (kept, excluded)",
+		"reset observed 3/3 at 14,520 B", "pre-migration peaks 532,322–572,685 B", "first post-migration RTT 40.4–40.8 ms (new-path 3/3)",
+		"Q3 UNKNOWN 2/3, YES 1/3 (through the packet on the wire 1/3)", "transfers completed 4/4"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("aggregate %q lacks %q", got, want)
 		}

@@ -341,9 +341,20 @@ func analyse(trace, impl string, sc Scenario, res RepResult, netw pathRTTs) (dis
 		// apart, only the path's own RTT versus the estimator's default.
 		oldRTT, newRTT = 0, netw.PathRTT(PathA)
 	}
-	a, err := discriminator.Analyze(tl, discriminator.Options{Impl: impl, Params: params, OldPathRTT: oldRTT, NewPathRTT: newRTT, CC: res.Settings["cc"]})
+	opt := discriminator.Options{Impl: impl, Params: params, OldPathRTT: oldRTT, NewPathRTT: newRTT, CC: res.Settings["cc"]}
+	// The repetition's own capture and key log, when it has them, decide
+	// Q3 through the packet (docs/wire-reader.md); an unreadable capture
+	// leaves Q3 to values and says why.
+	var wireErr error
+	if c, k := discriminator.WireBeside(trace); c != "" {
+		opt.Wire, wireErr = discriminator.LoadWireEvidence(c, k)
+	}
+	a, err := discriminator.Analyze(tl, opt)
 	if err != nil {
 		return a, nil, err
+	}
+	if wireErr != nil {
+		a.Warnings = append(a.Warnings, "wire evidence not used: "+wireErr.Error())
 	}
 	if sc != MigrateBack || !a.Migration.Found {
 		return a, nil, nil
