@@ -46,6 +46,10 @@ type Options struct {
 	Study       *studysrc.Source
 	// Done, when set, is called after each implementation (progress).
 	Done func(name string)
+	// AllowPartial writes a survey that has less than the file it replaces
+	// (an implementation without its source, a lost live part); by default
+	// such a rebuild fails and leaves the file as it was.
+	AllowPartial bool
 	// Audit runs the source audit; nil means audit.Audit.
 	Audit func(ctx context.Context, im data.Implementation, source string) ([]audit.Finding, error)
 }
@@ -77,6 +81,9 @@ func Run(ctx context.Context, o Options, w io.Writer) (*survey.Survey, error) {
 		return nil, err
 	}
 	if _, err := study(&o); err != nil {
+		return nil, err
+	}
+	if err := sourcesPresent(o, impls); err != nil {
 		return nil, err
 	}
 	runs, runNotes, err := collectRuns(o)
@@ -118,6 +125,9 @@ func Run(ctx context.Context, o Options, w io.Writer) (*survey.Survey, error) {
 	}
 	survey.Finalise(s)
 	if o.Out != "" {
+		if err := notLessThan(o, s); err != nil {
+			return nil, err
+		}
 		if err := survey.Write(o.Out, s); err != nil {
 			return nil, err
 		}
