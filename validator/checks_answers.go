@@ -46,21 +46,8 @@ func liveVerdicts(im gjson.Result) map[string]string {
 		}
 	}
 	agg := func(vs []string) string {
-		seen := map[string]bool{}
-		for _, v := range vs {
-			if v == "YES" || v == "NO" {
-				seen[v] = true
-			}
-		}
-		switch len(seen) {
-		case 0:
-			return ""
-		case 1:
-			for k := range seen {
-				return k
-			}
-		}
-		return "UNKNOWN"
+		a, _ := LiveAnswer(vs)
+		return a
 	}
 	out["Q1"], out["Q3"] = agg(q1), agg(q3)
 	if valid > 0 && defaults == valid {
@@ -132,7 +119,7 @@ func checkAnswers(v *Validator, doc, im gjson.Result) (Status, string) {
 			d.fail("%s is %s in the RFC, survey says %s", q, levels[q], a.Get("requirement_level").String())
 		}
 		if lv != live[q] {
-			d.fail("%s live answer %q, the repetitions give %q", q, lv, live[q])
+			d.fail("%s live answer %s, the repetitions give %s", q, orNoAnswer(lv), orNoAnswer(live[q]))
 		}
 		want, est, agr := "", "", ""
 		switch {

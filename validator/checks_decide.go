@@ -68,7 +68,7 @@ func questionCheck(q string) func(v *Validator, doc, im gjson.Result) (Status, s
 		case lerr != nil:
 			d.fail("live: %v", lerr)
 		case liveDecided != lv:
-			d.fail("the traces give live %q (%s), survey says %q", liveDecided, liveNote, lv)
+			d.fail("the traces give live %s, survey says %s", liveNote, orNoAnswer(lv))
 		case liveNote != "":
 			d.note("live %s: %s", orDash(liveDecided), liveNote)
 		}
@@ -120,6 +120,13 @@ func questionCheck(q string) func(v *Validator, doc, im gjson.Result) (Status, s
 		d.note("%s%s from source [%s]", dec.Answer, roleText(dec.Roles), facts)
 		return d.result()
 	}
+}
+
+func orNoAnswer(s string) string {
+	if s == "" {
+		return "no live answer"
+	}
+	return s
 }
 
 func orDash(s string) string {
@@ -235,10 +242,7 @@ func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error
 		from, at, to := rep.Get("scope_from_us").Int(), rep.Get("migration.at_us").Int(), rep.Get("scope_to_us").Int()
 		initial, _, _ := constantsOf(im, rep)
 		w := deriveWindow(f, from, at, to, initial)
-		q1 := "NO"
-		if len(w.hits) > 0 {
-			q1 = "YES"
-		}
+		q1 := RepetitionQ1(rep.Get("migration.kind").String(), len(w.hits) > 0)
 		firsts, lastBefore := rttFacts(f, at, def)
 		first := rep.Get("rtt.first_after_us").Int()
 		q3 := "UNKNOWN"
@@ -288,21 +292,11 @@ func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error
 		}
 		return "", "", nil
 	}
-	seen := map[string]bool{}
-	for _, x := range verdicts {
-		if v := x[strings.LastIndex(x, " ")+1:]; v == "YES" || v == "NO" {
-			seen[v] = true
-		}
-	}
 	sort.Strings(verdicts)
-	note := strings.Join(verdicts, ", ")
-	switch len(seen) {
-	case 0:
-		return "", note, nil
-	case 1:
-		for k := range seen {
-			return k, note, nil
-		}
+	plain := make([]string, len(verdicts))
+	for i, x := range verdicts {
+		plain[i] = x[strings.LastIndex(x, " ")+1:]
 	}
-	return "UNKNOWN", note, nil
+	answer, msg := LiveAnswer(plain)
+	return answer, msg + ": " + strings.Join(verdicts, ", "), nil
 }

@@ -641,6 +641,7 @@ func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []
 				}
 			}
 			enrichFromManifest(&rep, r.Manifest, filepath.Join(o.RepoRoot, r.Dir))
+			settleQ1(&rep)
 			l.Repetitions = append(l.Repetitions, rep)
 		}
 		finishLive(l)
@@ -792,6 +793,17 @@ func fromAnalysis(a *discriminator.Analysis, id, trace, sha string) survey.Repet
 	}
 	_ = math.Abs
 	return r
+}
+
+// settleQ1 applies the rule on undecided repetitions
+// (docs/validator-decisions.md) once the run's record has verified the IP
+// change the trace could not show: a repetition that did not reset is then
+// NO, not undecided. Only a repetition whose IP change stays unproven
+// (a possible port-only rebinding, exempt) is left undecided.
+func settleQ1(rep *survey.Repetition) {
+	if rep.Q1 == "UNKNOWN" && !rep.ResetObserved && rep.Migration.Kind == "ip" {
+		rep.Q1 = "NO"
+	}
 }
 
 func finishLive(l *survey.Live) {
