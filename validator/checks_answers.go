@@ -27,7 +27,8 @@ func readMaybeGz(p string) ([]byte, error) {
 	return b, nil
 }
 
-var levels = map[string]string{"Q1": "MUST", "Q2": "MAY", "Q3": "MUST"}
+// levels are the keywords of the validator's own copy of the RFC sentences.
+var levels = map[string]string{"Q1": rfcRequirements["Q1"].Level, "Q2": rfcRequirements["Q2"].Level, "Q3": rfcRequirements["Q3"].Level}
 
 // liveVerdicts aggregates the IP repetitions as the survey must have.
 func liveVerdicts(im gjson.Result) map[string]string {
@@ -117,6 +118,9 @@ func checkAnswers(v *Validator, doc, im gjson.Result) (Status, string) {
 		ans, src, lv := a.Get("answer").String(), a.Get("source_answer").String(), a.Get("live_answer").String()
 		if a.Get("requirement_level").String() != levels[q] {
 			d.fail("%s is %s in the RFC, survey says %s", q, levels[q], a.Get("requirement_level").String())
+		}
+		if msg := requirementDiffers(q, a.Get("requirement").String()); msg != "" {
+			d.fail("%s", msg)
 		}
 		if lv != live[q] {
 			d.fail("%s live answer %s, the repetitions give %s", q, orNoAnswer(lv), orNoAnswer(live[q]))
