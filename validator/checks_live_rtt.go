@@ -156,6 +156,15 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 			}
 			want = "mixed"
 		}
+		if want == "" && decisiveAttribution(attr) {
+			// Ambiguity is not a pass: the validator's own reading cannot
+			// tell which path the value is, so a stated one must rest on
+			// evidence in the repetition that does.
+			if msg, ok := v.undecidedAttribution(im, rep, f, at, defRTT, attr); !ok {
+				d.fail("%s: first RTT %d µs (old %d, new %d, default %d) is undecided in the validator's reading, and %s; survey says %s", id, first, lastBefore, newPath, defRTT, msg, attr)
+				continue
+			}
+		}
 		if want != "" && want != attr && !(want == "old-path" && attr == "converging") && !(want == "converging" && attr == "old-path") {
 			d.fail("%s: first RTT %d µs (old %d, new %d, default %d) reads as %s, survey says %s", id, first, lastBefore, newPath, defRTT, want, attr)
 			continue
@@ -348,6 +357,18 @@ func convergedAt(f *traceFacts, t int64, newPaths ...int64) bool {
 // that is not the default) and reports whether the packet it acknowledged
 // (its largest) was sent before the migration.
 func ackedBefore(f *traceFacts, at, first, def int64) (pn, sentAt int64, ok bool) {
+	pn, sentAt, found := firstSampleAck(f, at, first, def)
+	if !found || sentAt >= at {
+		return 0, 0, false
+	}
+	return pn, sentAt, true
+}
+
+// firstSampleAck finds the ACK that produced the first post-migration RTT
+// sample of value first and the packet it acknowledged (its largest) with
+// the instant it was sent; found is false when the trace does not show
+// them.
+func firstSampleAck(f *traceFacts, at, first, def int64) (pn, sentAt int64, found bool) {
 	if len(f.Acks) == 0 || f.Sent == nil {
 		return 0, 0, false
 	}
@@ -375,7 +396,7 @@ func ackedBefore(f *traceFacts, at, first, def int64) (pn, sentAt int64, ok bool
 		return 0, 0, false
 	}
 	st, known := f.Sent[last.Largest]
-	if !known || st >= at {
+	if !known {
 		return 0, 0, false
 	}
 	return last.Largest, st, true

@@ -1,6 +1,8 @@
 package validator
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +94,179 @@ func TestForgedVersionsAndAnalyses(t *testing.T) {
 			}},
 		{name: "quic-go rep1 and rep2 analysis.json swapped", check: "quic-go/analysis", files: swapFiles("quic-go", "analysis.json", 0, 1)},
 		{name: "msquic rep3 (no reset) and rep4 analysis.json swapped", check: "msquic/analysis", files: swapFiles("msquic", "analysis.json", 2, 3)},
+	}, true)
+}
+
+// dropRep removes repetition i of name from the survey and renumbers the
+// later ones into the freed directories (files moved, every path, id and
+// hash in the survey updated; the summary and live figures follow the
+// repetitions): the selective report a careful forger would make.
+func dropRep(name string, i int, renumber bool) func(t *testing.T, root string, doc map[string]any) {
+	return func(t *testing.T, root string, doc map[string]any) {
+		rs := reps(t, doc, name)
+		kept := append(append([]any{}, rs[:i]...), rs[i+1:]...)
+		if renumber {
+			for j := i; j < len(kept); j++ {
+				r := kept[j].(map[string]any)
+				from := filepath.Dir(r["manifest"].(string))
+				to := filepath.Join(filepath.Dir(from), fmt.Sprintf("rep%d", j+1))
+				os.RemoveAll(filepath.Join(root, to))
+				if err := os.Rename(filepath.Join(root, from), filepath.Join(root, to)); err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(r)
+				s := strings.ReplaceAll(string(b), from+"/", to+"/")
+				s = strings.ReplaceAll(s, `"id":"`+filepath.Base(from)+`"`, `"id":"rep`+fmt.Sprint(j+1)+`"`)
+				var m map[string]any
+				json.Unmarshal([]byte(s), &m)
+				kept[j] = m
+			}
+		}
+		live := obj(impl(t, doc, name), "live")
+		live["repetitions"] = kept
+		live["retained"] = float64(len(kept))
+		live["ip_changes"] = float64(len(kept))
+		rehashAll(t, root, doc)
+	}
+}
+
+// addRep copies repetition i of name as a new last repetition.
+func addRep(name string, i int) func(t *testing.T, root string, doc map[string]any) {
+	return func(t *testing.T, root string, doc map[string]any) {
+		rs := reps(t, doc, name)
+		r := rs[i].(map[string]any)
+		from := filepath.Dir(r["manifest"].(string))
+		n := len(rs) + 1
+		to := filepath.Join(filepath.Dir(from), fmt.Sprintf("rep%d", n))
+		copyDir(t, filepath.Join(root, from), filepath.Join(root, to))
+		b, _ := json.Marshal(r)
+		s := strings.ReplaceAll(string(b), from+"/", to+"/")
+		s = strings.ReplaceAll(s, `"id":"`+filepath.Base(from)+`"`, fmt.Sprintf(`"id":"rep%d"`, n))
+		var m map[string]any
+		json.Unmarshal([]byte(s), &m)
+		live := obj(impl(t, doc, name), "live")
+		live["repetitions"] = append(rs, m)
+		live["retained"] = float64(n)
+		live["ip_changes"] = float64(n)
+		rehashAll(t, root, doc)
+	}
+}
+
+// rewriteRecord also rewrites the run record to the forged repetitions
+// (every valid attempt = a committed repetition, with its digests) and
+// the survey's sha256 of it: what a forger who rewrites everything does.
+func rewriteRecord(name string, inner func(t *testing.T, root string, doc map[string]any), sayReconstructed bool) func(t *testing.T, root string, doc map[string]any) {
+	return func(t *testing.T, root string, doc map[string]any) {
+		inner(t, root, doc)
+		live := obj(impl(t, doc, name), "live")
+		rr := live["run_record"].(map[string]any)
+		rel := rr["path"].(string)
+		lines := strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(root, rel)))), "\n")
+		out := []string{lines[0]}
+		if !sayReconstructed {
+			var h map[string]any
+			json.Unmarshal([]byte(lines[0]), &h)
+			delete(h, "reconstructed")
+			b, _ := json.Marshal(h)
+			out[0] = string(b)
+		}
+		for _, x := range reps(t, doc, name) {
+			r := x.(map[string]any)
+			dir := filepath.Dir(r["manifest"].(string))
+			trace, _ := filepath.Rel(dir, r["trace"].(string))
+			n := strings.TrimPrefix(filepath.Base(dir), "rep")
+			out = append(out, fmt.Sprintf(`{"rep":%s,"attempt":1,"dir":%q,"status":"valid","run_status":"VALID","manifest_sha256":%q,"trace":%q,"trace_sha256":%q}`,
+				n, filepath.Base(dir), shaHex(readFile(t, filepath.Join(root, dir, "manifest.json"))), trace, shaHex(readFile(t, filepath.Join(root, r["trace"].(string))))))
+		}
+		b := []byte(strings.Join(out, "\n") + "\n")
+		replaceFile(t, root, rel, b)
+		rr["sha256"] = shaHex(b)
+		rehashAll(t, root, doc)
+	}
+}
+
+// rehashAll is rehash plus the survey's list gaining and losing the files
+// a fault added or removed under data/evidence.
+func rehashAll(t *testing.T, root string, doc map[string]any) {
+	t.Helper()
+	sums := map[string]any{}
+	filepath.WalkDir(filepath.Join(root, "data", "evidence"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			if b, err := os.ReadFile(p); err == nil {
+				sums[filepath.ToSlash(rel)] = shaHex(b)
+			}
+		}
+		return nil
+	})
+	obj(doc, "inputs")["evidence_sha256"] = sums
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	os.MkdirAll(to, 0o755)
+	filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
+	})
+}
+
+// Runs kept whole: the committed repetitions against the run record.
+func TestForgedRuns(t *testing.T) {
+	runPlanted(t, []planted{
+		{name: "msquic's non-resetting rep3 dropped, rep4-5 renumbered", check: "msquic/run-record", files: dropRep("msquic", 2, true)},
+		{name: "msquic's rep3 dropped, not renumbered", check: "msquic/run-record", files: dropRep("msquic", 2, false)},
+		{name: "quiche rep1 dropped, renumbered, the run record rewritten as the run's own", check: "quiche/run-record",
+			files: rewriteRecord("quiche", dropRep("quiche", 0, true), false)},
+		{name: "quiche rep1 dropped, renumbered, the run record rewritten, still labelled reconstructed", check: "quiche/run-record",
+			files: rewriteRecord("quiche", dropRep("quiche", 0, true), true)},
+		{name: "quic-go rep2 copied as rep6", check: "quic-go/run-record", files: addRep("quic-go", 1)},
+		{name: "ngtcp2 rep4 and rep5 swapped (renumbered)", check: "ngtcp2/run-record", files: func(t *testing.T, root string, doc map[string]any) {
+			rs := reps(t, doc, "ngtcp2")
+			a, b := rs[3].(map[string]any), rs[4].(map[string]any)
+			a["id"], b["id"] = "rep5", "rep4"
+			rs[3], rs[4] = b, a
+		}},
+		{name: "picoquic: the survey's sha256 of the run record edited", check: "picoquic/run-record", survey: func(t *testing.T, doc map[string]any) {
+			obj(impl(t, doc, "picoquic"), "live", "run_record")["sha256"] = strings.Repeat("0", 64)
+		}},
+	}, true)
+}
+
+// setRep edits repetition i of name in the survey.
+func setRep(name string, i int, fn func(r map[string]any)) func(t *testing.T, doc map[string]any) {
+	return func(t *testing.T, doc map[string]any) { fn(reps(t, doc, name)[i].(map[string]any)) }
+}
+
+// Ambiguity is not a pass: an attribution the validator's reading leaves
+// undecided must rest on evidence in the repetition.
+func TestForgedAttributions(t *testing.T) {
+	runPlanted(t, []planted{
+		{name: "quiche rep1: unknown → new-path, q3 UNKNOWN → YES", check: "quiche/rtt", survey: setRep("quiche", 0, func(r map[string]any) {
+			obj(r, "rtt")["attribution"] = "new-path"
+			r["q3"] = "YES"
+		})},
+		{name: "quiche rep1: unknown → old-path, q3 UNKNOWN → NO", check: "quiche/rtt", survey: setRep("quiche", 0, func(r map[string]any) {
+			obj(r, "rtt")["attribution"] = "old-path"
+			r["q3"] = "NO"
+		})},
+		{name: "ngtcp2 rep4: q3 NO → YES (the value is ambiguous, the packet is the old path's)", check: "ngtcp2/rtt", survey: setRep("ngtcp2", 3, func(r map[string]any) {
+			r["q3"] = "YES"
+		})},
+		{name: "quiche rep1: new-path with wire evidence named (no wire reader yet)", check: "quiche/rtt", survey: setRep("quiche", 0, func(r map[string]any) {
+			obj(r, "rtt")["attribution"] = "new-path"
+			obj(r, "rtt")["wire_evidence"] = "data/evidence/quiche/rep1/capture.pcap"
+			r["q3"] = "YES"
+		})},
 	}, true)
 }

@@ -645,6 +645,11 @@ func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []
 			l.Repetitions = append(l.Repetitions, rep)
 		}
 		finishLive(l)
+		rec, err := runRecordOf(o.RepoRoot, reps)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.RunRecord = rec
 		logf(w, "%-9s live: %d own repetitions", pin.Name, len(l.Repetitions))
 		// The study's reference repetition stays beside the own runs as a
 		// second source when the study is available.

@@ -1,10 +1,14 @@
 package build
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/migaudit/migaudit/audit/gitsrc"
@@ -97,4 +101,38 @@ func repCount(l *survey.Live) int {
 		return 0
 	}
 	return len(l.Repetitions)
+}
+
+// runRecordFile is harnesses/run.RunRecordFile (not imported: the survey
+// does not link the testbed).
+const runRecordFile = "run-record.jsonl"
+
+// runRecordOf names the run record beside the repetitions (the run's
+// directory, which holds rep<N>/), with its digest; nil when the run kept
+// none or the repetitions come from more than one run.
+func runRecordOf(root string, reps []runRep) (*survey.RunRecordRef, error) {
+	if len(reps) == 0 {
+		return nil, nil
+	}
+	dir := filepath.Dir(reps[0].Dir)
+	for _, r := range reps[1:] {
+		if filepath.Dir(r.Dir) != dir {
+			return nil, nil
+		}
+	}
+	rel := filepath.Join(dir, runRecordFile)
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run record: %w", err)
+	}
+	var head struct{ Record, Reconstructed string }
+	line, _, _ := strings.Cut(string(b), "\n")
+	if err := json.Unmarshal([]byte(line), &head); err != nil || head.Record == "" {
+		return nil, fmt.Errorf("run record %s: line 1 is not a run record header", rel)
+	}
+	sum := sha256.Sum256(b)
+	return &survey.RunRecordRef{Path: filepath.ToSlash(rel), SHA256: hex.EncodeToString(sum[:]), Reconstructed: head.Reconstructed != ""}, nil
 }
