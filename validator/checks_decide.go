@@ -220,7 +220,7 @@ type liveResult struct {
 var liveDecided sync.Map
 
 func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error) {
-	var verdicts []string
+	var verdicts, missing []string
 	defaults, n := 0, 0
 	var def int64 = -1
 	im.Get("constants").ForEach(func(_, c gjson.Result) bool {
@@ -235,6 +235,12 @@ func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error
 		}
 		id := rep.Get("id").String()
 		f, err := v.repTrace(im, rep)
+		if errors.Is(err, errNoSource) {
+			// A missing trace makes unverifiable only an answer it could
+			// change (decided below).
+			missing = append(missing, id+": "+err.Error())
+			continue
+		}
 		if err != nil {
 			return "", "", fmt.Errorf("%s: %w", id, err)
 		}
@@ -283,20 +289,63 @@ func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error
 			verdicts = append(verdicts, id+" "+q3)
 		}
 	}
+	answer, note := liveOf(q, verdicts, defaults, n)
+	if len(missing) == 0 {
+		return answer, note, nil
+	}
+	// Whatever the missing repetitions show, does the answer stand?
+	for _, extra := range outcomes(len(missing)) {
+		vs, defs := append([]string{}, verdicts...), defaults
+		for i, x := range extra {
+			vs = append(vs, fmt.Sprintf("missing%d %s", i, x))
+			if x == "default" {
+				defs++
+			}
+		}
+		if a, _ := liveOf(q, vs, defs, n+len(missing)); a != answer {
+			return "", "", fmt.Errorf("%w: %s", errNoSource, strings.Join(missing, "; "))
+		}
+	}
+	return answer, note + fmt.Sprintf(" (%d traces absent, which could not change it: %s)", len(missing), strings.Join(missing, "; ")), nil
+}
+
+// outcomes lists every combination of what k unread repetitions could
+// show (YES, NO, undecided; "default" stands for an RTT at the default
+// with an undecided verdict).
+func outcomes(k int) [][]string {
+	out := [][]string{{}}
+	for range k {
+		var next [][]string
+		for _, o := range out {
+			for _, x := range []string{"YES", "NO", "UNKNOWN", "default"} {
+				next = append(next, append(append([]string{}, o...), x))
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// liveOf is the live answer from per-repetition verdicts ("<id> <verdict>")
+// and the count of repetitions at the default RTT, of n.
+func liveOf(q string, verdicts []string, defaults, n int) (string, string) {
 	if n == 0 {
-		return "", "", nil
+		return "", ""
 	}
 	if q == "Q2" {
 		if defaults == n {
-			return "NO", fmt.Sprintf("RTT at the default after all %d migrations", n), nil
+			return "NO", fmt.Sprintf("RTT at the default after all %d migrations", n)
 		}
-		return "", "", nil
+		return "", ""
 	}
 	sort.Strings(verdicts)
 	plain := make([]string, len(verdicts))
 	for i, x := range verdicts {
 		plain[i] = x[strings.LastIndex(x, " ")+1:]
+		if plain[i] == "default" {
+			plain[i] = "UNKNOWN"
+		}
 	}
 	answer, msg := LiveAnswer(plain)
-	return answer, msg + ": " + strings.Join(verdicts, ", "), nil
+	return answer, msg + ": " + strings.Join(verdicts, ", ")
 }

@@ -270,3 +270,35 @@ func TestForgedAttributions(t *testing.T) {
 		})},
 	}, true)
 }
+
+// A missing trace makes unverifiable only the claims that need it: the
+// answers its repetition could change, and the checks that read it.
+func TestMissingTraceUnverifiesOnlyWhatNeedsIt(t *testing.T) {
+	base, raw := realWorld(t)
+	shadow := shadowRoot(t, repoRoot(t))
+	var doc map[string]any
+	json.Unmarshal(raw, &doc)
+	os.Remove(filepath.Join(shadow, repFile(t, doc, "quiche", 1)))
+	v := New(Options{Mirrors: base.opts.Mirrors, Evidence: base.opts.Evidence, RepoRoot: shadow})
+	v.sources, v.sites, v.counts = base.sources, base.sites, base.counts
+	want := map[string]Status{
+		"quiche/Q1":                 Unverifiable, // rep2 could have no reset
+		"quiche/Q3":                 Unverifiable, // rep2 could be YES
+		"quiche/Q2":                 Pass,         // the RTT is off the default in the others: Q2 has no live answer either way
+		"quiche/pin":                Pass,
+		"quiche/live-version":       Pass,
+		"quiche/rtt":                Unverifiable,
+		"quic-go/Q1":                Pass,
+		"quiche/evidence-positions": Pass,
+	}
+	for id, st := range want {
+		got, found := checkOne(v, raw, id)
+		if !found {
+			t.Errorf("no check %s", id)
+			continue
+		}
+		if got.Status != st {
+			t.Errorf("%s: %s (%s), want %s", id, got.Status, truncate(got.Found, 200), st)
+		}
+	}
+}
