@@ -3,8 +3,9 @@ package validator
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -17,15 +18,33 @@ func readMaybeGz(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
+	return decompress(b)
+}
+
+// decompress returns gzip content decompressed (into one buffer of the
+// size the gzip trailer records, so no re-growing), other content as is.
+func decompress(b []byte) ([]byte, error) {
+	if len(b) < 18 || b[0] != 0x1f || b[1] != 0x8b {
+		return b, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	size := int(binary.LittleEndian.Uint32(b[len(b)-4:]))
+	out := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	if _, err := out.ReadFrom(zr); err != nil {
+		if out.Len() == 0 {
 			return nil, err
 		}
-		return io.ReadAll(zr)
+		return out.Bytes(), errTruncated
 	}
-	return b, nil
+	return out.Bytes(), nil
 }
+
+// errTruncated: a gzip stream that ends early (a trace cut off by a
+// killed run); what it held is returned with it.
+var errTruncated = errors.New("gzip stream truncated")
 
 // levels are the keywords of the validator's own copy of the RFC sentences.
 var levels = map[string]string{"Q1": rfcRequirements["Q1"].Level, "Q2": rfcRequirements["Q2"].Level, "Q3": rfcRequirements["Q3"].Level}

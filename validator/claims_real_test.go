@@ -244,7 +244,7 @@ func runPlanted(t *testing.T, faults []planted, strict bool) (caught int, missed
 			// The sources and every file the fault leaves alone are read
 			// once: the caches are keyed by the file a link resolves to.
 			v.sources, v.sites, v.counts = base.sources, base.sites, base.counts
-			v.traces, v.runs, v.shas = base.traces, base.runs, base.shas
+			v.traces, v.runs, v.shas, v.reads = base.traces, base.runs, base.shas, base.reads
 		}
 		if f.survey != nil {
 			f.survey(t, doc)

@@ -8,9 +8,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // findMirror looks for upstream's mirror in each directory of mirrors (a
@@ -72,7 +75,7 @@ func openTree(mirrors, upstream, commit string) (*sourceTree, error) {
 	if err != nil {
 		return nil, err
 	}
-	repo, err := git.PlainOpen(dir)
+	repo, err := openRepo(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", errNoSource, dir, err)
 	}
@@ -87,6 +90,25 @@ func openTree(mirrors, upstream, commit string) (*sourceTree, error) {
 		return nil, fmt.Errorf("tree of %s in %s: %v", commit, dir, err)
 	}
 	return &sourceTree{repoDir: dir, commit: commit, tree: tree, files: map[string][]string{}}, nil
+}
+
+// repoObjectCache bounds go-git's cache of decoded objects per
+// repository (its default, 96 MiB, held for each of the fifteen
+// repositories a validation opens, was most of its memory): the validator
+// keeps the lines it reads itself, so the cache only serves delta bases.
+const repoObjectCache = 1 * cache.MiByte
+
+// openRepo opens a bare mirror or a clone's .git with a bounded cache.
+func openRepo(dir string) (*git.Repository, error) {
+	gitDir := dir
+	if st, err := os.Stat(filepath.Join(dir, ".git")); err == nil && st.IsDir() {
+		gitDir = filepath.Join(dir, ".git")
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "objects")); err != nil {
+		return git.PlainOpen(dir)
+	}
+	st := filesystem.NewStorage(osfs.New(gitDir), cache.NewObjectLRU(repoObjectCache))
+	return git.Open(st, nil)
 }
 
 // lines returns the file's lines (1-based access via lines[n-1]).
