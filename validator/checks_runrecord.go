@@ -115,7 +115,7 @@ func checkRunRecord(v *Validator, doc, im gjson.Result) (Status, string) {
 		// the repetition and attempt it was.
 		if mb, err := os.ReadFile(mp); err == nil {
 			man := gjson.ParseBytes(mb)
-			if r, at := int(man.Get("rep").Int()), int(man.Get("attempt").Int()); r != a.rep || at != a.attempt {
+			if r, at := int(man.Get("rep").Int()), int(man.Get("attempt").Int()); man.Get("rep").Exists() && man.Get("attempt").Exists() && (r != a.rep || at != a.attempt) {
 				d.fail("%s: its manifest is rep %d attempt %d, the run record has %s as rep %d attempt %d", rid, r, at, dir, a.rep, a.attempt)
 			}
 		}
