@@ -181,3 +181,10 @@ func (c *sourceCache) get(upstream, commit string) (*sourceTree, error) {
 	c.trees[key] = t
 	return t, nil
 }
+
+// drop forgets an opened tree, its lines and its repository's indexes.
+func (c *sourceCache) drop(upstream, commit string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.trees, upstream+"@"+commit)
+}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -86,6 +87,10 @@ type Validator struct {
 	studyPaths map[string]memoEntry[string]
 	counts     map[string]memoEntry[int]
 
+	// evict drops each implementation's trace facts once it is checked
+	// (Run; the mutation tests keep them for the many survey variants).
+	evict bool
+
 	pinOnce sync.Once
 	pinned  map[string]pin
 	pinErr  error
@@ -109,6 +114,10 @@ func Run(opts Options, w io.Writer) (Summary, error) {
 		return Summary{}, fmt.Errorf("validate: %s is not valid JSON", opts.Path)
 	}
 	v := New(opts)
+	// One validation of one survey: a trace's facts are dropped once its
+	// implementation is checked, and the heap is kept near what is live.
+	v.evict = true
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(memoryLimit))
 	results := v.Check(raw)
 	sum := Print(w, results)
 	if opts.Record {
@@ -241,7 +250,38 @@ func (v *Validator) checkImpl(doc, im gjson.Result) []Result {
 			out = append(out, Result{ID: name + "/reference/" + c.name, Status: st, Found: found})
 		}
 	}
+	if v.evict {
+		v.dropTraces(im)
+		// Its source too (a later cross-check that needs it reopens it;
+		// the counts they use are memoised).
+		v.sources.drop(im.Get("upstream").String(), im.Get("commit").String())
+	}
 	return out
+}
+
+// memoryLimit is the soft heap limit a validation runs under.
+const memoryLimit = 170 << 20
+
+// dropTraces forgets the facts of im's traces (their identities stay:
+// other implementations' run-identity checks compare them).
+func (v *Validator) dropTraces(im gjson.Result) {
+	var paths []string
+	for _, l := range []gjson.Result{im.Get("live"), im.Get("live.reference")} {
+		origin := l.Get("origin").String()
+		for _, rep := range l.Get("repetitions").Array() {
+			if p, err := v.resolve(origin, rep.Get("trace").String()); err == nil {
+				paths = append(paths, canonical(p))
+			}
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, p := range paths {
+		delete(v.traces, p)
+		if e, ok := v.reads[p]; ok && e.err == nil {
+			v.reads[p] = memoEntry[*traceRead]{val: &traceRead{id: e.val.id}}
+		}
+	}
 }
 
 // withReferenceLive returns the entry with its live part replaced by
@@ -388,6 +428,11 @@ type traceRead struct {
 // readOnce reads a trace file once for both the trace facts and the run
 // identity; the decompressed content is not kept.
 func (v *Validator) readOnce(path string) (*traceRead, error) {
+	v.mu.Lock()
+	if e, ok := v.reads[canonical(path)]; ok && e.err == nil && e.val.facts == nil {
+		delete(v.reads, canonical(path)) // dropped (dropTraces): read again
+	}
+	v.mu.Unlock()
 	return memo(&v.mu, v.reads, canonical(path), func() (*traceRead, error) {
 		raw, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
