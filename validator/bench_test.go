@@ -59,6 +59,7 @@ func BenchmarkDecompressEvidence(b *testing.B) {
 func resetCaches() {
 	decided.Clear()
 	liveDecided.Clear()
+	sourceValues.Clear()
 }
 
 func openMaybeGzip(p string) (io.ReadCloser, error) {

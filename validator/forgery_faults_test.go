@@ -302,3 +302,27 @@ func TestMissingTraceUnverifiesOnlyWhatNeedsIt(t *testing.T) {
 		}
 	}
 }
+
+// Constants read again from the source at the pin.
+func TestForgedConstants(t *testing.T) {
+	mirrorsOrSkip(t)
+	runPlanted(t, []planted{
+		{name: "lsquic initial window 32×1460 → 30×1460 everywhere, excerpt trimmed", check: "lsquic/constants-source", survey: func(t *testing.T, doc map[string]any) {
+			for _, c := range impl(t, doc, "lsquic")["constants"].([]any) {
+				cm := c.(map[string]any)
+				if cm["name"] == "initial_window" {
+					cm["expr"], cm["value"], cm["arithmetic"] = "30*1460", 43800.0, "30*1460 = 43800"
+					src := cm["source"].(map[string]any)
+					src["excerpt"] = strings.Replace(src["excerpt"].(string), "32 * TCP_MSS", "3", 1)
+				}
+			}
+		}},
+		{name: "quic-go default RTT 100 ms → 50 ms everywhere", check: "quic-go/constants-source", survey: func(t *testing.T, doc map[string]any) {
+			for _, c := range impl(t, doc, "quic-go")["constants"].([]any) {
+				if cm := c.(map[string]any); cm["name"] == "default_rtt" {
+					cm["expr"], cm["value"], cm["arithmetic"] = "50*1000", 50000.0, "50*1000 = 50000"
+				}
+			}
+		}},
+	}, true)
+}
