@@ -159,6 +159,18 @@ type Live struct {
 	// Reference is the study's reference repetition kept beside own runs
 	// as a second source (origin "reference"; only with --evidence).
 	Reference *Live `json:"reference,omitempty"`
+	// RunRecord is the run's append-only record of every attempt, which
+	// the repetitions must match (own runs).
+	RunRecord *RunRecordRef `json:"run_record,omitempty"`
+}
+
+// RunRecordRef names a run record and its digest.
+type RunRecordRef struct {
+	Path   string `json:"path"` // relative to the repository root
+	SHA256 string `json:"sha256"`
+	// Reconstructed says the record was rebuilt after the run (from its
+	// summary.json), not written by it.
+	Reconstructed bool `json:"reconstructed,omitempty"`
 }
 
 // Repetition is one live run (or one reference trace / timeline).
@@ -226,6 +238,11 @@ type RTT struct {
 	DefaultUS        int64  `json:"default_us,omitempty"`
 	ConvergedAfterUS int64  `json:"converged_after_us,omitempty"`
 	Detail           string `json:"detail,omitempty"`
+	// WireEvidence names a capture of the repetition (relative to the
+	// repository root) whose packets decide which path the first sample
+	// came from where its value cannot (issue #31's wire reader); the
+	// validator checks it when present.
+	WireEvidence string `json:"wire_evidence,omitempty"`
 }
 
 // CrossCutting findings, computed from the implementation entries.

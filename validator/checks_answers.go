@@ -3,8 +3,9 @@ package validator
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -17,17 +18,36 @@ func readMaybeGz(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, err
-		}
-		return io.ReadAll(zr)
-	}
-	return b, nil
+	return decompress(b)
 }
 
-var levels = map[string]string{"Q1": "MUST", "Q2": "MAY", "Q3": "MUST"}
+// decompress returns gzip content decompressed (into one buffer of the
+// size the gzip trailer records, so no re-growing), other content as is.
+func decompress(b []byte) ([]byte, error) {
+	if len(b) < 18 || b[0] != 0x1f || b[1] != 0x8b {
+		return b, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	size := int(binary.LittleEndian.Uint32(b[len(b)-4:]))
+	out := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	if _, err := out.ReadFrom(zr); err != nil {
+		if out.Len() == 0 {
+			return nil, err
+		}
+		return out.Bytes(), errTruncated
+	}
+	return out.Bytes(), nil
+}
+
+// errTruncated: a gzip stream that ends early (a trace cut off by a
+// killed run); what it held is returned with it.
+var errTruncated = errors.New("gzip stream truncated")
+
+// levels are the keywords of the validator's own copy of the RFC sentences.
+var levels = map[string]string{"Q1": rfcRequirements["Q1"].Level, "Q2": rfcRequirements["Q2"].Level, "Q3": rfcRequirements["Q3"].Level}
 
 // liveVerdicts aggregates the IP repetitions as the survey must have.
 func liveVerdicts(im gjson.Result) map[string]string {
@@ -46,21 +66,8 @@ func liveVerdicts(im gjson.Result) map[string]string {
 		}
 	}
 	agg := func(vs []string) string {
-		seen := map[string]bool{}
-		for _, v := range vs {
-			if v == "YES" || v == "NO" {
-				seen[v] = true
-			}
-		}
-		switch len(seen) {
-		case 0:
-			return ""
-		case 1:
-			for k := range seen {
-				return k
-			}
-		}
-		return "UNKNOWN"
+		a, _ := LiveAnswer(vs)
+		return a
 	}
 	out["Q1"], out["Q3"] = agg(q1), agg(q3)
 	if valid > 0 && defaults == valid {
@@ -131,8 +138,15 @@ func checkAnswers(v *Validator, doc, im gjson.Result) (Status, string) {
 		if a.Get("requirement_level").String() != levels[q] {
 			d.fail("%s is %s in the RFC, survey says %s", q, levels[q], a.Get("requirement_level").String())
 		}
+		// A requirement text, when the answer states one (the schema's
+		// writer always does), is the RFC's.
+		if r := a.Get("requirement"); r.Exists() {
+			if msg := requirementDiffers(q, r.String()); msg != "" {
+				d.fail("%s", msg)
+			}
+		}
 		if lv != live[q] {
-			d.fail("%s live answer %q, the repetitions give %q", q, lv, live[q])
+			d.fail("%s live answer %s, the repetitions give %s", q, orNoAnswer(lv), orNoAnswer(live[q]))
 		}
 		want, est, agr := "", "", ""
 		switch {

@@ -68,7 +68,7 @@ func questionCheck(q string) func(v *Validator, doc, im gjson.Result) (Status, s
 		case lerr != nil:
 			d.fail("live: %v", lerr)
 		case liveDecided != lv:
-			d.fail("the traces give live %q (%s), survey says %q", liveDecided, liveNote, lv)
+			d.fail("the traces give live %s, survey says %s", liveNote, orNoAnswer(lv))
 		case liveNote != "":
 			d.note("live %s: %s", orDash(liveDecided), liveNote)
 		}
@@ -120,6 +120,13 @@ func questionCheck(q string) func(v *Validator, doc, im gjson.Result) (Status, s
 		d.note("%s%s from source [%s]", dec.Answer, roleText(dec.Roles), facts)
 		return d.result()
 	}
+}
+
+func orNoAnswer(s string) string {
+	if s == "" {
+		return "no live answer"
+	}
+	return s
 }
 
 func orDash(s string) string {
@@ -213,7 +220,7 @@ type liveResult struct {
 var liveDecided sync.Map
 
 func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error) {
-	var verdicts []string
+	var verdicts, missing []string
 	defaults, n := 0, 0
 	var def int64 = -1
 	im.Get("constants").ForEach(func(_, c gjson.Result) bool {
@@ -228,6 +235,12 @@ func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error
 		}
 		id := rep.Get("id").String()
 		f, err := v.repTrace(im, rep)
+		if errors.Is(err, errNoSource) {
+			// A missing trace makes unverifiable only an answer it could
+			// change (decided below).
+			missing = append(missing, id+": "+err.Error())
+			continue
+		}
 		if err != nil {
 			return "", "", fmt.Errorf("%s: %w", id, err)
 		}
@@ -235,10 +248,7 @@ func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error
 		from, at, to := rep.Get("scope_from_us").Int(), rep.Get("migration.at_us").Int(), rep.Get("scope_to_us").Int()
 		initial, _, _ := constantsOf(im, rep)
 		w := deriveWindow(f, from, at, to, initial)
-		q1 := "NO"
-		if len(w.hits) > 0 {
-			q1 = "YES"
-		}
+		q1 := RepetitionQ1(rep.Get("migration.kind").String(), len(w.hits) > 0)
 		firsts, lastBefore := rttFacts(f, at, def)
 		first := rep.Get("rtt.first_after_us").Int()
 		q3 := "UNKNOWN"
@@ -279,30 +289,63 @@ func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error
 			verdicts = append(verdicts, id+" "+q3)
 		}
 	}
+	answer, note := liveOf(q, verdicts, defaults, n)
+	if len(missing) == 0 {
+		return answer, note, nil
+	}
+	// Whatever the missing repetitions show, does the answer stand?
+	for _, extra := range outcomes(len(missing)) {
+		vs, defs := append([]string{}, verdicts...), defaults
+		for i, x := range extra {
+			vs = append(vs, fmt.Sprintf("missing%d %s", i, x))
+			if x == "default" {
+				defs++
+			}
+		}
+		if a, _ := liveOf(q, vs, defs, n+len(missing)); a != answer {
+			return "", "", fmt.Errorf("%w: %s", errNoSource, strings.Join(missing, "; "))
+		}
+	}
+	return answer, note + fmt.Sprintf(" (%d traces absent, which could not change it: %s)", len(missing), strings.Join(missing, "; ")), nil
+}
+
+// outcomes lists every combination of what k unread repetitions could
+// show (YES, NO, undecided; "default" stands for an RTT at the default
+// with an undecided verdict).
+func outcomes(k int) [][]string {
+	out := [][]string{{}}
+	for range k {
+		var next [][]string
+		for _, o := range out {
+			for _, x := range []string{"YES", "NO", "UNKNOWN", "default"} {
+				next = append(next, append(append([]string{}, o...), x))
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// liveOf is the live answer from per-repetition verdicts ("<id> <verdict>")
+// and the count of repetitions at the default RTT, of n.
+func liveOf(q string, verdicts []string, defaults, n int) (string, string) {
 	if n == 0 {
-		return "", "", nil
+		return "", ""
 	}
 	if q == "Q2" {
 		if defaults == n {
-			return "NO", fmt.Sprintf("RTT at the default after all %d migrations", n), nil
+			return "NO", fmt.Sprintf("RTT at the default after all %d migrations", n)
 		}
-		return "", "", nil
-	}
-	seen := map[string]bool{}
-	for _, x := range verdicts {
-		if v := x[strings.LastIndex(x, " ")+1:]; v == "YES" || v == "NO" {
-			seen[v] = true
-		}
+		return "", ""
 	}
 	sort.Strings(verdicts)
-	note := strings.Join(verdicts, ", ")
-	switch len(seen) {
-	case 0:
-		return "", note, nil
-	case 1:
-		for k := range seen {
-			return k, note, nil
+	plain := make([]string, len(verdicts))
+	for i, x := range verdicts {
+		plain[i] = x[strings.LastIndex(x, " ")+1:]
+		if plain[i] == "default" {
+			plain[i] = "UNKNOWN"
 		}
 	}
-	return "UNKNOWN", note, nil
+	answer, msg := LiveAnswer(plain)
+	return answer, msg + ": " + strings.Join(verdicts, ", ")
 }

@@ -53,8 +53,86 @@ func (v *Validator) runIdentity(path string) (*runID, error) {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("%w: %s absent", errNoSource, path)
 		}
+		// A trace this validator has read already gives its identity;
+		// otherwise the identity alone is read, so that comparing every
+		// repetition's identity (any implementation) does not hold every
+		// trace's facts at once.
+		v.mu.Lock()
+		e, ok := v.reads[canonical(path)]
+		v.mu.Unlock()
+		if ok && e.err == nil {
+			return e.val.id, nil
+		}
 		return readRunID(path)
 	})
+}
+
+// connectionIDs finds the values of the connection-ID fields cidField
+// names ("group_id", "ODCID", "odcid", "*connection_id", "scid", "dcid",
+// "description" with a value of 8 or more hex digits), by a byte search
+// for each field name's end and a hand-written match there: the pattern,
+// starting with a bare quote, costs a regexp engine a try at every quote
+// of a JSON trace.
+func connectionIDs(data []byte) []string {
+	var out []string
+	for _, key := range [][]byte{[]byte(`id"`), []byte(`ID"`), []byte(`description"`)} {
+		for off := 0; ; {
+			i := bytes.Index(data[off:], key)
+			if i < 0 {
+				break
+			}
+			end := off + i + len(key) // just past the closing quote
+			off = end
+			lo := max(0, end-len(key)-40)
+			q := bytes.LastIndexByte(data[lo:end-1], '"')
+			if q < 0 {
+				continue
+			}
+			if !cidName(data[lo+q+1 : end-1]) {
+				continue
+			}
+			if v, ok := hexValue(data[end:min(len(data), end+200)]); ok {
+				out = append(out, strings.ToLower(string(v)))
+			}
+		}
+	}
+	return out
+}
+
+func cidName(n []byte) bool {
+	switch string(n) {
+	case "group_id", "ODCID", "odcid", "scid", "dcid", "description":
+		return true
+	}
+	if !bytes.HasSuffix(n, []byte("connection_id")) {
+		return false
+	}
+	for _, c := range n {
+		if !(c == '_' || c >= 'a' && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// hexValue matches `\s*:\s*"([0-9a-fA-F]{8,})"` at the start of b.
+func hexValue(b []byte) ([]byte, bool) {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 || b[0] != ':' {
+		return nil, false
+	}
+	b = bytes.TrimLeft(b[1:], " \t\r\n")
+	if len(b) == 0 || b[0] != '"' {
+		return nil, false
+	}
+	n := 1
+	for n < len(b) && (b[n] >= '0' && b[n] <= '9' || b[n] >= 'a' && b[n] <= 'f' || b[n] >= 'A' && b[n] <= 'F') {
+		n++
+	}
+	if n-1 < 8 || n >= len(b) || b[n] != '"' {
+		return nil, false
+	}
+	return b[1:n], true
 }
 
 func readRunID(path string) (*runID, error) {
@@ -62,10 +140,15 @@ func readRunID(path string) (*runID, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return runIDFrom(path, data), nil
+}
+
+// runIDFrom reads a trace's identity from its decompressed content.
+func runIDFrom(path string, data []byte) *runID {
 	sum := sha256.Sum256(data)
 	id := &runID{Digest: hex.EncodeToString(sum[:]), CIDs: map[string]bool{}}
-	for _, m := range cidField().FindAllSubmatch(data, -1) {
-		id.CIDs[strings.ToLower(string(m[1]))] = true
+	for _, c := range connectionIDs(data) {
+		id.CIDs[c] = true
 	}
 	if m := wallField().FindSubmatch(data[:min(len(data), 8192)]); m != nil {
 		if t, err := time.Parse(time.RFC3339Nano, string(m[1])); err == nil {
@@ -76,7 +159,7 @@ func readRunID(path string) (*runID, error) {
 	stem, _, _ := strings.Cut(base, ".")
 	if hexStem().MatchString(strings.ToLower(stem)) {
 		id.NameCID = strings.ToLower(stem)
-		id.NameInContent = bytes.Contains(bytes.ToLower(data), []byte(id.NameCID))
+		id.NameInContent = bytes.Contains(data, []byte(id.NameCID)) || bytes.Contains(data, bytes.ToUpper([]byte(id.NameCID)))
 	}
 	eps := map[string]bool{}
 	head := bytes.TrimLeft(data[:min(len(data), 4096)], " \t\r\n\x1e")
@@ -103,7 +186,7 @@ func readRunID(path string) (*runID, error) {
 		}
 	}
 	id.Endpoints = sortedKeys(eps)
-	return id, nil
+	return id
 }
 
 // csvEndpoints counts a timeline CSV's data rows and collects its local

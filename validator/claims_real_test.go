@@ -51,6 +51,16 @@ func shadowRoot(t *testing.T, real string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The files beside the evidence that checks read (go.sum for module
+	// hashes, the quiche harness's pins), linked likewise.
+	for _, rel := range []string{"go.sum", "go.mod", filepath.Join("harnesses", "quiche", "install.go")} {
+		if _, err := os.Stat(filepath.Join(real, rel)); err == nil {
+			os.MkdirAll(filepath.Dir(filepath.Join(root, rel)), 0o755)
+			if err := os.Symlink(filepath.Join(real, rel), filepath.Join(root, rel)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	return root
 }
 
@@ -234,7 +244,7 @@ func runPlanted(t *testing.T, faults []planted, strict bool) (caught int, missed
 			// The sources and every file the fault leaves alone are read
 			// once: the caches are keyed by the file a link resolves to.
 			v.sources, v.sites, v.counts = base.sources, base.sites, base.counts
-			v.traces, v.runs, v.shas = base.traces, base.runs, base.shas
+			v.traces, v.runs, v.shas, v.reads = base.traces, base.runs, base.shas, base.reads
 		}
 		if f.survey != nil {
 			f.survey(t, doc)

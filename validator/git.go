@@ -2,13 +2,19 @@ package validator
 
 import (
 	"fmt"
-	"github.com/migaudit/migaudit/data/mirrors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
+	"github.com/migaudit/migaudit/data/mirrors"
+
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // findMirror looks for upstream's mirror in each directory of list (a list,
@@ -43,7 +49,7 @@ func openTree(mirrors, upstream, commit string) (*sourceTree, error) {
 
 // openTreeAt reads commit out of the clone or bare mirror at dir.
 func openTreeAt(dir, commit string) (*sourceTree, error) {
-	repo, err := git.PlainOpen(dir)
+	repo, err := openRepo(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", errNoSource, dir, err)
 	}
@@ -58,6 +64,25 @@ func openTreeAt(dir, commit string) (*sourceTree, error) {
 		return nil, fmt.Errorf("tree of %s in %s: %v", commit, dir, err)
 	}
 	return &sourceTree{repoDir: dir, commit: commit, tree: tree, files: map[string][]string{}}, nil
+}
+
+// repoObjectCache bounds go-git's cache of decoded objects per
+// repository (its default, 96 MiB, held for each of the fifteen
+// repositories a validation opens, was most of its memory): the validator
+// keeps the lines it reads itself, so the cache only serves delta bases.
+const repoObjectCache = 1 * cache.MiByte
+
+// openRepo opens a bare mirror or a clone's .git with a bounded cache.
+func openRepo(dir string) (*git.Repository, error) {
+	gitDir := dir
+	if st, err := os.Stat(filepath.Join(dir, ".git")); err == nil && st.IsDir() {
+		gitDir = filepath.Join(dir, ".git")
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "objects")); err != nil {
+		return git.PlainOpen(dir)
+	}
+	st := filesystem.NewStorage(osfs.New(gitDir), cache.NewObjectLRU(repoObjectCache))
+	return git.Open(st, nil)
 }
 
 // lines returns the file's lines (1-based access via lines[n-1]).
@@ -129,4 +154,11 @@ func (c *sourceCache) get(upstream, commit string) (*sourceTree, error) {
 	}
 	c.trees[key] = t
 	return t, nil
+}
+
+// drop forgets an opened tree, its lines and its repository's indexes.
+func (c *sourceCache) drop(upstream, commit string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.trees, upstream+"@"+commit)
 }

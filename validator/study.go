@@ -77,6 +77,11 @@ func (v *Validator) studyBlob(nameOrPath string) ([]byte, data.StudyFile, error)
 // studyPath resolves reference evidence: the file the study's repository
 // holds at the pin, written into the cache so the trace readers can open it.
 func (v *Validator) studyPath(rel string) (string, error) {
+	// Once per file: each call would read the blob and the cached copy.
+	return memo(&v.mu, v.studyPaths, rel, func() (string, error) { return v.studyPathOnce(rel) })
+}
+
+func (v *Validator) studyPathOnce(rel string) (string, error) {
 	if v.opts.Evidence != "" {
 		if _, f, err := v.studyBlob(rel); err == nil {
 			for _, r := range []string{f.Name, f.Path} {
@@ -111,6 +116,8 @@ func (v *Validator) studyPath(rel string) (string, error) {
 
 // blob returns the raw bytes of path at the tree's commit.
 func (t *sourceTree) blob(path string) ([]byte, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	f, err := t.tree.File(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s not in tree at %s", path, t.commit[:8])

@@ -3,11 +3,10 @@ package validator
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strconv"
@@ -61,19 +60,19 @@ func readTrace(path string) (*traceFacts, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(raw)
-	data := raw
-	if len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("%s: gzip: %w", path, err)
-		}
-		data, err = io.ReadAll(zr)
-		if err != nil && len(data) == 0 {
-			return nil, fmt.Errorf("%s: gzip: %w", path, err)
-		}
+	data, err := decompress(raw)
+	if err != nil && !errors.Is(err, errTruncated) {
+		return nil, fmt.Errorf("%s: gzip: %w", path, err)
 	}
+	return traceFrom(path, raw, data)
+}
+
+// traceFrom reads a trace's facts from its file content raw, decompressed
+// as data.
+func traceFrom(path string, raw, data []byte) (*traceFacts, error) {
 	var f *traceFacts
+	var err error
+	sum := sha256.Sum256(raw)
 	head := bytes.TrimLeft(data[:min(len(data), 4096)], " \t\r\n\x1e")
 	switch {
 	case bytes.Contains(head, []byte(`"qlog_version": "draft-00"`)) || bytes.Contains(head, []byte(`"event_fields"`)):
@@ -118,10 +117,12 @@ func readJSONSeq(data []byte) (*traceFacts, error) {
 			return nil, fmt.Errorf("record %d is not JSON", rec)
 		}
 		if rec == 1 {
-			f.Vantage = gjson.GetBytes(line, "trace.vantage_point.type").String()
+			f.Vantage = strings.Clone(gjson.GetBytes(line, "trace.vantage_point.type").String())
 			continue
 		}
-		r := gjson.GetManyBytes(line, "time", "name", "data")
+		// One copy of the record, which every value below is a substring
+		// of (GetManyBytes copies each value's raw text again).
+		r := gjson.GetMany(string(line), "time", "name", "data")
 		t := msToUS(r[0].Float())
 		name := r[1].String()
 		d := r[2]
@@ -202,7 +203,9 @@ func readPositionalQlog(data []byte) (*traceFacts, error) {
 	}
 	f := &traceFacts{Format: "qlog-draft-00", HasAddrs: true}
 	tr := gjson.GetBytes(data, "traces.0")
-	f.Vantage = tr.Get("vantage_point.type").String()
+	// A clone: the value is a substring of the whole document's copy,
+	// which it would otherwise keep alive as long as the facts.
+	f.Vantage = strings.Clone(tr.Get("vantage_point.type").String())
 	tr.Get("events").ForEach(func(_, ev gjson.Result) bool {
 		a := ev.Array()
 		if len(a) < 4 {

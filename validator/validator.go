@@ -11,10 +11,14 @@ package validator
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -78,7 +82,14 @@ type Validator struct {
 	traces map[string]memoEntry[*traceFacts]
 	shas   map[string]string
 	runs   map[string]memoEntry[*runID]
-	counts map[string]memoEntry[int]
+	reads  map[string]memoEntry[*traceRead]
+	// studyPaths are the study's files, each read out of its repository once.
+	studyPaths map[string]memoEntry[string]
+	counts     map[string]memoEntry[int]
+
+	// evict drops each implementation's trace facts once it is checked
+	// (Run; the mutation tests keep them for the many survey variants).
+	evict bool
 
 	pinOnce sync.Once
 	pinned  map[string]pin
@@ -89,7 +100,7 @@ type Validator struct {
 func New(opts Options) *Validator {
 	return &Validator{opts: opts, sources: newSourceCache(opts.Mirrors),
 		sites: map[string]memoEntry[[]site]{}, traces: map[string]memoEntry[*traceFacts]{}, shas: map[string]string{},
-		runs: map[string]memoEntry[*runID]{}, counts: map[string]memoEntry[int]{}}
+		runs: map[string]memoEntry[*runID]{}, counts: map[string]memoEntry[int]{}, reads: map[string]memoEntry[*traceRead]{}, studyPaths: map[string]memoEntry[string]{}}
 }
 
 // Run validates the survey file, prints one line per check and the summary
@@ -103,6 +114,10 @@ func Run(opts Options, w io.Writer) (Summary, error) {
 		return Summary{}, fmt.Errorf("validate: %s is not valid JSON", opts.Path)
 	}
 	v := New(opts)
+	// One validation of one survey: a trace's facts are dropped once its
+	// implementation is checked, and the heap is kept near what is live.
+	v.evict = true
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(memoryLimit))
 	results := v.Check(raw)
 	sum := Print(w, results)
 	if opts.Record {
@@ -159,39 +174,41 @@ func Tally(results []Result) Summary {
 	return s
 }
 
-// Check runs every check against raw survey JSON.
+// Check runs every check against raw survey JSON. Implementations are
+// checked in parallel (each reads its own repository and traces; the
+// caches are shared under a lock), their results kept in survey order.
 func (v *Validator) Check(raw []byte) []Result {
 	doc := gjson.ParseBytes(raw)
-	var out []Result
 	impls := doc.Get("implementations").Array()
-	for _, im := range impls {
-		name := im.Get("name").String()
-		for _, c := range perImplChecks {
-			if !c.applies(im) {
-				continue // nothing claimed, nothing to check
+	per := make([][]Result, len(impls))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(impls)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				per[i] = v.checkImpl(doc, impls[i])
 			}
-			st, found := c.fn(v, doc, im)
-			out = append(out, Result{ID: name + "/" + c.name, Status: st, Found: found})
-		}
-		for _, c := range specificChecks[name] {
-			st, found := c.fn(v, doc, im)
-			out = append(out, Result{ID: name + "/" + c.name, Status: st, Found: found})
-		}
-		// The study's reference repetition kept beside own runs (a second
-		// source) makes the same live claims: the same checks re-derive them.
-		if ref, ok := withReferenceLive(im); ok {
-			for _, c := range perImplChecks {
-				if !(strings.HasPrefix(c.claim, "live.") || c.name == "constants") || !c.applies(ref) {
-					continue
-				}
-				st, found := c.fn(v, doc, ref)
-				out = append(out, Result{ID: name + "/reference/" + c.name, Status: st, Found: found})
-			}
-			for _, c := range append([]check{{"q1", checkRepQ1, ""}}, specificChecks[name]...) {
-				st, found := c.fn(v, doc, ref)
-				out = append(out, Result{ID: name + "/reference/" + c.name, Status: st, Found: found})
-			}
-		}
+		}()
+	}
+	// The implementations with the most traces first, so that the
+	// workers finish together.
+	order := make([]int, len(impls))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return len(impls[order[a]].Get("live.repetitions").Array()) > len(impls[order[b]].Get("live.repetitions").Array())
+	})
+	for _, i := range order {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	var out []Result
+	for _, rs := range per {
+		out = append(out, rs...)
 	}
 	for _, c := range crossChecks {
 		if !c.applies(doc) {
@@ -201,6 +218,70 @@ func (v *Validator) Check(raw []byte) []Result {
 		out = append(out, Result{ID: c.name, Status: st, Found: found})
 	}
 	return out
+}
+
+// checkImpl runs the checks of one implementation entry.
+func (v *Validator) checkImpl(doc, im gjson.Result) []Result {
+	var out []Result
+	name := im.Get("name").String()
+	for _, c := range perImplChecks {
+		if !c.applies(im) {
+			continue // nothing claimed, nothing to check
+		}
+		st, found := c.fn(v, doc, im)
+		out = append(out, Result{ID: name + "/" + c.name, Status: st, Found: found})
+	}
+	for _, c := range specificChecks[name] {
+		st, found := c.fn(v, doc, im)
+		out = append(out, Result{ID: name + "/" + c.name, Status: st, Found: found})
+	}
+	// The study's reference repetition kept beside own runs (a second
+	// source) makes the same live claims: the same checks re-derive them.
+	if ref, ok := withReferenceLive(im); ok {
+		for _, c := range perImplChecks {
+			if !(strings.HasPrefix(c.claim, "live.") || c.name == "constants") || !c.applies(ref) {
+				continue
+			}
+			st, found := c.fn(v, doc, ref)
+			out = append(out, Result{ID: name + "/reference/" + c.name, Status: st, Found: found})
+		}
+		for _, c := range append([]check{{"q1", checkRepQ1, ""}}, specificChecks[name]...) {
+			st, found := c.fn(v, doc, ref)
+			out = append(out, Result{ID: name + "/reference/" + c.name, Status: st, Found: found})
+		}
+	}
+	if v.evict {
+		v.dropTraces(im)
+		// Its source too (a later cross-check that needs it reopens it;
+		// the counts they use are memoised).
+		v.sources.drop(im.Get("upstream").String(), im.Get("commit").String())
+	}
+	return out
+}
+
+// memoryLimit is the soft heap limit a validation runs under.
+const memoryLimit = 170 << 20
+
+// dropTraces forgets the facts of im's traces (their identities stay:
+// other implementations' run-identity checks compare them).
+func (v *Validator) dropTraces(im gjson.Result) {
+	var paths []string
+	for _, l := range []gjson.Result{im.Get("live"), im.Get("live.reference")} {
+		origin := l.Get("origin").String()
+		for _, rep := range l.Get("repetitions").Array() {
+			if p, err := v.resolve(origin, rep.Get("trace").String()); err == nil {
+				paths = append(paths, canonical(p))
+			}
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, p := range paths {
+		delete(v.traces, p)
+		if e, ok := v.reads[p]; ok && e.err == nil {
+			v.reads[p] = memoEntry[*traceRead]{val: &traceRead{id: e.val.id}}
+		}
+	}
 }
 
 // withReferenceLive returns the entry with its live part replaced by
@@ -329,10 +410,46 @@ func (v *Validator) resolve(origin, rel string) (string, error) {
 
 func (v *Validator) trace(path string) (*traceFacts, error) {
 	return memo(&v.mu, v.traces, canonical(path), func() (*traceFacts, error) {
-		if _, err := os.Stat(path); err != nil {
+		r, err := v.readOnce(path)
+		if err != nil {
+			return nil, err
+		}
+		return r.facts, nil
+	})
+}
+
+// traceRead is everything the validator takes from one trace file, read
+// and decompressed once: its facts and its identity.
+type traceRead struct {
+	facts *traceFacts
+	id    *runID
+}
+
+// readOnce reads a trace file once for both the trace facts and the run
+// identity; the decompressed content is not kept.
+func (v *Validator) readOnce(path string) (*traceRead, error) {
+	v.mu.Lock()
+	if e, ok := v.reads[canonical(path)]; ok && e.err == nil && e.val.facts == nil {
+		delete(v.reads, canonical(path)) // dropped (dropTraces): read again
+	}
+	v.mu.Unlock()
+	return memo(&v.mu, v.reads, canonical(path), func() (*traceRead, error) {
+		raw, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s absent", errNoSource, path)
 		}
-		return readTrace(path)
+		if err != nil {
+			return nil, err
+		}
+		data, err := decompress(raw)
+		if err != nil && !errors.Is(err, errTruncated) {
+			return nil, fmt.Errorf("%s: gzip: %w", path, err)
+		}
+		facts, err := traceFrom(path, raw, data)
+		if err != nil {
+			return nil, err
+		}
+		return &traceRead{facts: facts, id: runIDFrom(path, data)}, nil
 	})
 }
 

@@ -100,7 +100,11 @@ func TestFixturePasses(t *testing.T) {
 	rs := f.validator().Check(f.raw)
 	// The quic-go traces log no addresses, but the fixture claims only a
 	// path change, which their PATH_CHALLENGE/PATH_RESPONSE exchange shows.
-	allowed := map[string]Status{}
+	// The fixture's runs predate version records: their traces carry no
+	// code_version, their manifests no binaries, and the fixture has no
+	// go.sum; the versions rest on the manifests alone, which is not a
+	// verification.
+	allowed := map[string]Status{"quic-go/live-version": Unverifiable, "ngtcp2/live-version": Unverifiable}
 	for _, r := range rs {
 		want := Pass
 		if s, ok := allowed[r.ID]; ok {

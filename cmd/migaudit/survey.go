@@ -45,6 +45,7 @@ data/survey.schema.json and writes it atomically.`,
 	cmd.Flags().StringVar(&o.StudySource, "study-source", "", "a clone or bare mirror of the study's repository")
 	cmd.Flags().StringSliceVar(&o.Results, "results", nil, "run or evidence directories holding rep<N>/ (default data/evidence/*)")
 	cmd.Flags().StringSliceVar(&o.Only, "impl", nil, "survey only these implementations")
+	cmd.Flags().BoolVar(&o.AllowPartial, "allow-partial", false, "write the survey even when it has less than the file it replaces (a missing mirror, a failed audit)")
 	cmd.Flags().StringVar(&o.RepoRoot, "repo", "", "repository root that evidence paths are relative to (default: two levels above --out)")
 	return cmd
 }

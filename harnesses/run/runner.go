@@ -167,10 +167,12 @@ func Run(ctx context.Context, o Options, w, stderr io.Writer) (*Summary, error) 
 				if err := setAside(o.Out, &rs); err != nil {
 					fmt.Fprintf(stderr, "migaudit: %v\n", err)
 				}
+				recordAttempt(o.Out, sum, rs, stderr)
 				sum.Spoiled = append(sum.Spoiled, rs)
 				fmt.Fprintf(stderr, "rep %d/%d: re-running (attempt %d of at most %d) — %s\n", i, o.Reps, attempt+1, o.Retries+1, spoiledReason(rs))
 				continue
 			}
+			recordAttempt(o.Out, sum, rs, stderr)
 			sum.Reps = append(sum.Reps, rs)
 			break
 		}

@@ -47,6 +47,10 @@ type Options struct {
 	Study       *studysrc.Source
 	// Done, when set, is called after each implementation (progress).
 	Done func(name string)
+	// AllowPartial writes a survey that has less than the file it replaces
+	// (an implementation without its source, a lost live part); by default
+	// such a rebuild fails and leaves the file as it was.
+	AllowPartial bool
 	// Audit runs the source audit; nil means audit.Audit.
 	Audit func(ctx context.Context, im data.Implementation, source string) ([]audit.Finding, error)
 }
@@ -78,6 +82,9 @@ func Run(ctx context.Context, o Options, w io.Writer) (*survey.Survey, error) {
 		return nil, err
 	}
 	if _, err := study(&o); err != nil {
+		return nil, err
+	}
+	if err := sourcesPresent(o, impls); err != nil {
 		return nil, err
 	}
 	runs, runNotes, err := collectRuns(o)
@@ -119,6 +126,9 @@ func Run(ctx context.Context, o Options, w io.Writer) (*survey.Survey, error) {
 	}
 	survey.Finalise(s)
 	if o.Out != "" {
+		if err := notLessThan(o, s); err != nil {
+			return nil, err
+		}
 		if err := survey.Write(o.Out, s); err != nil {
 			return nil, err
 		}
@@ -619,9 +629,15 @@ func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []
 				}
 			}
 			enrichFromManifest(&rep, r.Manifest, filepath.Join(o.RepoRoot, r.Dir))
+			settleQ1(&rep)
 			l.Repetitions = append(l.Repetitions, rep)
 		}
 		finishLive(l)
+		rec, err := runRecordOf(o.RepoRoot, reps)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.RunRecord = rec
 		logf(w, "%-9s live: %d own repetitions", pin.Name, len(l.Repetitions))
 		// The study's reference repetition stays beside the own runs as a
 		// second source when the study is available.
@@ -770,6 +786,17 @@ func fromAnalysis(a *discriminator.Analysis, id, trace, sha string) survey.Repet
 	}
 	_ = math.Abs
 	return r
+}
+
+// settleQ1 applies the rule on undecided repetitions
+// (docs/validator-decisions.md) once the run's record has verified the IP
+// change the trace could not show: a repetition that did not reset is then
+// NO, not undecided. Only a repetition whose IP change stays unproven
+// (a possible port-only rebinding, exempt) is left undecided.
+func settleQ1(rep *survey.Repetition) {
+	if rep.Q1 == "UNKNOWN" && !rep.ResetObserved && rep.Migration.Kind == "ip" {
+		rep.Q1 = "NO"
+	}
 }
 
 func finishLive(l *survey.Live) {
