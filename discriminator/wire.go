@@ -32,7 +32,11 @@ type WireEvidence struct {
 	// numbered is false when no 1-RTT packet number could be read (no
 	// key log): the wire cannot name the packets.
 	numbered bool
-	notes    []string
+	// lastPN is, by direction, the largest 1-RTT packet number the capture
+	// holds: a packet above it was sent after the capture ends (committed
+	// evidence keeps a window around the migration, docs/wire.md).
+	lastPN [2]int64
+	notes  []string
 }
 
 // LoadWireEvidence reads a capture and its key log (keylogPath may be
@@ -52,6 +56,7 @@ func LoadWireEvidence(capturePath, keylogPath string) (*WireEvidence, error) {
 		p := &c.Packets[i]
 		if p.Type == wire.OneRTT && p.PN >= 0 {
 			w.numbered = true
+			w.lastPN[p.Dir] = max(w.lastPN[p.Dir], p.PN)
 		}
 		for j := range p.Frames {
 			f := &p.Frames[j]
@@ -91,6 +96,9 @@ type WireRTT struct {
 	Samples        int `json:"samples"`
 	Paired         int `json:"paired"`
 	OldPathSamples int `json:"old_path_samples"`
+	// AfterCapture counts the samples whose packet was sent after the
+	// capture ends (a capture trimmed to a window): not judged.
+	AfterCapture int `json:"after_capture,omitempty"`
 	// Deciding is the sample the answer rests on: the first from an
 	// old-path packet, else the first sample.
 	Deciding *WireSample `json:"deciding,omitempty"`
@@ -243,9 +251,13 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 		if in.pathIDs && s.PathID == in.oldPath {
 			continue // the old path's own estimator
 		}
+		ws, how := pairSample(s, acks, w, ackDir, sendDir)
+		if how == afterCapture {
+			r.AfterCapture++
+			continue
+		}
 		r.Samples++
-		ws, ok := pairSample(s, acks, w, ackDir, sendDir)
-		if !ok {
+		if how != paired {
 			if firstUnpaired == nil {
 				firstUnpaired = s
 			}
@@ -279,6 +291,9 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 		r.Reason = fmt.Sprintf("all %d RTT samples after %s came from ACKs of packets that crossed the new path %s on the wire; the first: %s",
 			r.Samples, in.startWhy, r.NewPath, describeWireSample(*r.Deciding))
 	}
+	if r.AfterCapture > 0 {
+		r.Reason += fmt.Sprintf(" (%d later samples came from packets sent after the capture ends, packet %d: not judged)", r.AfterCapture, w.lastPN[sendDir])
+	}
 	return r
 }
 
@@ -286,7 +301,7 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 // within pairWindowUS of it (either side: formats log the sample before or
 // after the ACK's packet) whose largest packet was newly acknowledged, the
 // one whose ACK time − send time − ACK delay is nearest the sample.
-func pairSample(s *timeline.Sample, acks []ackRecord, w *WireEvidence, ackDir, sendDir wire.Direction) (WireSample, bool) {
+func pairSample(s *timeline.Sample, acks []ackRecord, w *WireEvidence, ackDir, sendDir wire.Direction) (WireSample, pairing) {
 	lo := sort.Search(len(acks), func(i int) bool { return acks[i].t >= s.TimeUS-pairWindowUS })
 	best, bestErr := -1, int64(math.MaxInt64)
 	var bestDelay int64
@@ -310,16 +325,31 @@ func pairSample(s *timeline.Sample, acks []ackRecord, w *WireEvidence, ackDir, s
 		}
 	}
 	if best < 0 || float64(bestErr) > pairToleranceUS+pairToleranceFrac*float64(s.LatestRTTUS) {
-		return WireSample{}, false
+		return WireSample{}, unexplained
 	}
 	a := acks[best]
 	sight, ok := w.ix.Lookup(sendDir, a.largest)
 	if !ok {
-		return WireSample{}, false
+		if a.largest > w.lastPN[sendDir] {
+			return WireSample{}, afterCapture
+		}
+		return WireSample{}, unexplained
 	}
 	return WireSample{AtUS: s.TimeUS, LatestUS: s.LatestRTTUS, AckAtUS: a.t, AckPacket: a.carrier, AckDelayUS: bestDelay,
-		Packet: a.largest, SentAtUS: a.sentT, Path: sight.Path, WireNS: sight.WireNS, Record: sight.Record, ErrUS: bestErr}, true
+		Packet: a.largest, SentAtUS: a.sentT, Path: sight.Path, WireNS: sight.WireNS, Record: sight.Record, ErrUS: bestErr}, paired
 }
+
+// pairing is what pairSample found for a sample.
+type pairing uint8
+
+const (
+	paired      pairing = iota
+	unexplained         // no ACK's timing explains it, or its packet is missing inside the capture
+	// afterCapture: an ACK explains it, but its packet was sent after the
+	// capture ends (a trimmed capture); such a sample is outside what the
+	// wire can say, and old-path packets are acknowledged long before.
+	afterCapture
+)
 
 func describeWireSample(s WireSample) string {
 	return fmt.Sprintf("%s at %s from the ACK in packet %d received at %s (ACK delay %s), whose largest newly acknowledged packet %d was sent at %s and crossed %s at %s (capture record %d)",

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/klauspost/compress/gzip"
@@ -50,6 +51,7 @@ func TestWireAttribution(t *testing.T) {
 	}{
 		{name: "as recorded", want: "YES", decides: true, path: "pathB", reason: "came from ACKs of packets that crossed the new path pathB"},
 		{name: "a post-migration packet moved to the old path's capture", capture: moveDecidingToPathA, want: "NO", decides: true, path: "pathA", reason: "crossed the old path pathA"},
+		{name: "capture ends soon after the migration", capture: cutAfterDeciding, want: "YES", decides: true, path: "pathB", reason: "later samples came from packets sent after the capture ends"},
 		{name: "no key log", nokeylog: true, want: "YES", decides: false, reason: "Q3 rests on values"},
 		{name: "estimator logs no sample after the reset", timeline: dropLatestAfterReset, want: "UNKNOWN", decides: true, reason: "the estimator logged no RTT sample"},
 	}
@@ -208,6 +210,28 @@ func dropLatestAfterReset(tl *timeline.Timeline) {
 // planted fault.
 func moveDecidingToPathA(t *testing.T, path string) string {
 	t.Helper()
+	rec := decidingRecord(t, path)
+	return rewriteCapture(t, path, func(n int, ci *gopacket.CaptureInfo) bool {
+		if n == rec {
+			ci.InterfaceIndex = 0
+		}
+		return true
+	})
+}
+
+// cutAfterDeciding ends the capture 200 records after the deciding
+// packet's, as committed evidence trimmed to a window around the
+// migration does.
+func cutAfterDeciding(t *testing.T, path string) string {
+	t.Helper()
+	rec := decidingRecord(t, path)
+	return rewriteCapture(t, path, func(n int, _ *gopacket.CaptureInfo) bool { return n <= rec+200 })
+}
+
+// decidingRecord is the capture record of the deciding sample's packet in
+// the fixture as recorded.
+func decidingRecord(t *testing.T, path string) int {
+	t.Helper()
 	w, err := LoadWireEvidence(path, wireFixture+KeyLogName)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +240,13 @@ func moveDecidingToPathA(t *testing.T, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := a.RTT.Wire.Deciding.Record
+	return a.RTT.Wire.Deciding.Record
+}
+
+// rewriteCapture copies the capture at path record by record (numbered
+// from 1), letting edit change a record's capture info or drop it (false).
+func rewriteCapture(t *testing.T, path string, edit func(n int, ci *gopacket.CaptureInfo) bool) string {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -246,8 +276,8 @@ func moveDecidingToPathA(t *testing.T, path string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == rec {
-			ci.InterfaceIndex = 0
+		if !edit(n, &ci) {
+			continue
 		}
 		if err := out.WritePacketWithOptions(ci, data, opts); err != nil {
 			t.Fatal(err)
