@@ -62,9 +62,11 @@ func newWorld(t *testing.T) *world {
 		Q1:     discriminator.Verdict{Answer: "YES"}, Q3: discriminator.Verdict{Answer: "YES"}}
 	b, _ := json.Marshal(an)
 	write(t, filepath.Join(rep, "analysis.json"), b)
-	if err := os.MkdirAll(filepath.Join(w.mirrors, "quic-go+quic-go", "repo"), 0o755); err != nil {
+	// A bare repository's shape, as the mirror finder (data/mirrors) wants.
+	if err := os.MkdirAll(filepath.Join(w.mirrors, "quic-go+quic-go", "repo", "objects"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	write(t, filepath.Join(w.mirrors, "quic-go+quic-go", "repo", "HEAD"), []byte("ref: refs/heads/master\n"))
 
 	// The study: two files in a repository of its own.
 	files := map[string]string{

@@ -48,7 +48,8 @@ func TestSurveyNeverWritesLessThanItRead(t *testing.T) {
 		{"an implementation dropped", Options{Mirrors: mirrors, Only: []string{"msquic"}, Audit: fakeAudit, AllowPartial: false},
 			nil},
 	}
-	os.MkdirAll(filepath.Join(mirrors, "microsoft+msquic", "repo"), 0o755)
+	os.MkdirAll(filepath.Join(mirrors, "microsoft+msquic", "repo", "objects"), 0o755) // a bare repository's shape
+	os.WriteFile(filepath.Join(mirrors, "microsoft+msquic", "repo", "HEAD"), []byte("ref: refs/heads/master\n"), 0o644)
 	tests[3].want = []string{"quic-go absent"}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
