@@ -221,17 +221,23 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 	}
 	// The old path: the one that carried the last packet sent before the
 	// migration.
+	sentBefore := 0
 	for i := len(events) - 1; i >= 0; i-- {
 		e := events[i]
 		if e.Kind != timeline.PacketSent || e.TimeUS >= in.mig.AtUS || !appSpace(e.PacketSpace) {
 			continue
 		}
+		sentBefore++
 		if s, ok := w.ix.Lookup(sendDir, e.PacketNumber); ok {
 			r.OldPath = s.Path
 			break
 		}
 	}
-	if r.OldPath == "" {
+	switch {
+	case sentBefore == 0:
+		r.Reason = fmt.Sprintf("the trace logs no packet the %s sent before the migration (its format has no per-packet events): the wire cannot be joined to the trace", orServer(vantage))
+		return r
+	case r.OldPath == "":
 		r.Reason = fmt.Sprintf("no packet the %s sent before the migration is on the wire: the old path is not known", orServer(vantage))
 		return r
 	}

@@ -53,6 +53,7 @@ func TestWireAttribution(t *testing.T) {
 		{name: "a post-migration packet moved to the old path's capture", capture: moveDecidingToPathA, want: "NO", decides: true, path: "pathA", reason: "crossed the old path pathA"},
 		{name: "capture ends soon after the migration", capture: cutAfterDeciding, want: "YES", decides: true, path: "pathB", reason: "later samples came from packets sent after the capture ends"},
 		{name: "no key log", nokeylog: true, want: "YES", decides: false, reason: "Q3 rests on values"},
+		{name: "trace logs no sent packets", timeline: dropPacketsSent, want: "YES", decides: false, reason: "the trace logs no packet the server sent before the migration"},
 		{name: "estimator logs no sample after the reset", timeline: dropLatestAfterReset, want: "UNKNOWN", decides: true, reason: "the estimator logged no RTT sample"},
 	}
 	for _, c := range cases {
@@ -192,6 +193,18 @@ func TestIntervals(t *testing.T) {
 			t.Errorf("contains(%d) = %v", v, !in)
 		}
 	}
+}
+
+// dropPacketsSent leaves the trace without packet_sent events, as
+// msquic's polled statistics are.
+func dropPacketsSent(tl *timeline.Timeline) {
+	kept := tl.Events[:0]
+	for _, e := range tl.Events {
+		if e.Kind != timeline.PacketSent {
+			kept = append(kept, e)
+		}
+	}
+	tl.Events = kept
 }
 
 func dropLatestAfterReset(tl *timeline.Timeline) {
