@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -222,13 +221,7 @@ var liveDecided sync.Map
 func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error) {
 	var verdicts, missing []string
 	defaults, n := 0, 0
-	var def int64 = -1
-	im.Get("constants").ForEach(func(_, c gjson.Result) bool {
-		if c.Get("name").String() == "default_rtt" {
-			def = int64(math.Round(c.Get("value").Float()))
-		}
-		return true
-	})
+	def := defaultRTTConstant(im, -1)
 	for _, rep := range im.Get("live.repetitions").Array() {
 		if k := rep.Get("migration.kind").String(); k != "ip" && k != "path-change" {
 			continue

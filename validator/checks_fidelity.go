@@ -387,13 +387,7 @@ func absDiff(a, b int64) int64 {
 func sampleRefs(v *Validator, im, rep gjson.Result, recorded []gjson.Result, i int) (val int64, olds []int64, newPath, def int64, ok bool) {
 	if i == 0 && rep.Get("rtt.first_after_us").Int() > 0 {
 		val = rep.Get("rtt.first_after_us").Int()
-		def = rep.Get("rtt.default_us").Int()
-		im.Get("constants").ForEach(func(_, c gjson.Result) bool {
-			if c.Get("name").String() == "default_rtt" {
-				def = int64(math.Round(c.Get("value").Float()))
-			}
-			return true
-		})
+		def = defaultRTTConstant(im, rep.Get("rtt.default_us").Int())
 		olds = []int64{rep.Get("rtt.old_path_us").Int()}
 		if tr, err := v.repTrace(im, rep); err == nil {
 			if _, last := rttFacts(tr, rep.Get("migration.at_us").Int(), def); last > 0 {

@@ -86,13 +86,7 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 	if noLive(&d, im) {
 		return d.result()
 	}
-	var defRTT int64 = -1
-	im.Get("constants").ForEach(func(_, c gjson.Result) bool {
-		if c.Get("name").String() == "default_rtt" {
-			defRTT = int64(math.Round(c.Get("value").Float()))
-		}
-		return true
-	})
+	defRTT := defaultRTTConstant(im, -1)
 	for _, rep := range im.Get("live.repetitions").Array() {
 		id := rep.Get("id").String()
 		f, err := v.repTrace(im, rep)
@@ -411,4 +405,17 @@ func q3Of(attr string) string {
 		return "NO"
 	}
 	return ""
+}
+
+// defaultRTTConstant is the implementation's default_rtt constant in µs as
+// the survey states it (the last such entry), else fallback.
+func defaultRTTConstant(im gjson.Result, fallback int64) int64 {
+	def := fallback
+	im.Get("constants").ForEach(func(_, c gjson.Result) bool {
+		if c.Get("name").String() == "default_rtt" {
+			def = int64(math.Round(c.Get("value").Float()))
+		}
+		return true
+	})
+	return def
 }

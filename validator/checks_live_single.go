@@ -72,13 +72,7 @@ func checkPinnedRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 	if noLive(&d, im) {
 		return d.result()
 	}
-	var def int64 = -1
-	im.Get("constants").ForEach(func(_, c gjson.Result) bool {
-		if c.Get("name").String() == "default_rtt" {
-			def = int64(math.Round(c.Get("value").Float()))
-		}
-		return true
-	})
+	def := defaultRTTConstant(im, -1)
 	if def != 333000 {
 		d.fail("default_rtt constant is %d µs, not 333000", def)
 	}
