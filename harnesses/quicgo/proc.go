@@ -86,6 +86,15 @@ func qlogFile(path string) (func(context.Context, bool, quic.ConnectionID) qlogw
 	if err != nil {
 		return nil, nil, err
 	}
+	tracer, closed := QlogTracer(f)
+	return tracer, closed, nil
+}
+
+// QlogTracer returns a Config.Tracer that writes the first connection's
+// qlog (JSON-SEQ, the quic-12 event schema) to w through a 1 MiB buffer,
+// plus a channel closed once quic-go has closed the trace and w with it.
+// A second connection in the same process gets no trace.
+func QlogTracer(w io.WriteCloser) (func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace, <-chan struct{}) {
 	closed := make(chan struct{})
 	var once sync.Once
 	used := false
@@ -97,24 +106,24 @@ func qlogFile(path string) (func(context.Context, bool, quic.ConnectionID) qlogw
 			return nil
 		}
 		used = true
-		bw := &bufCloser{w: bufio.NewWriterSize(f, 1<<20), f: f, done: func() { once.Do(func() { close(closed) }) }}
+		bw := &bufCloser{w: bufio.NewWriterSize(w, 1<<20), c: w, done: func() { once.Do(func() { close(closed) }) }}
 		fs := qlogwriter.NewConnectionFileSeq(bw, isClient, connID, []string{"urn:ietf:params:qlog:events:quic-12"})
 		go fs.Run()
 		return fs
 	}
-	return tracer, closed, nil
+	return tracer, closed
 }
 
 type bufCloser struct {
 	w    *bufio.Writer
-	f    *os.File
+	c    io.Closer
 	done func()
 }
 
 func (b *bufCloser) Write(p []byte) (int, error) { return b.w.Write(p) }
 func (b *bufCloser) Close() error {
 	err := b.w.Flush()
-	if cerr := b.f.Close(); err == nil {
+	if cerr := b.c.Close(); err == nil {
 		err = cerr
 	}
 	b.done()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -11,10 +10,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/migaudit/migaudit/harnesses/quicgo"
 	"github.com/migaudit/migaudit/harnesses/run"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/qlogwriter"
@@ -203,48 +202,26 @@ func serve(ctx context.Context, ln *quic.Listener, traceClosed <-chan struct{}) 
 	}
 }
 
-// qlogFile is harnesses/quicgo's tracer setup, writing gzip.
+// qlogFile is harnesses/quicgo's tracer, writing gzip.
 func qlogFile(path string) (func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace, <-chan struct{}, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	closed := make(chan struct{})
-	var once sync.Once
-	used := false
-	var mu sync.Mutex
-	tracer := func(_ context.Context, isClient bool, connID quic.ConnectionID) qlogwriter.Trace {
-		mu.Lock()
-		defer mu.Unlock()
-		if used {
-			return nil
-		}
-		used = true
-		zw := gzip.NewWriter(f)
-		bw := &bufCloser{w: bufio.NewWriterSize(zw, 1<<20), z: zw, f: f, done: func() { once.Do(func() { close(closed) }) }}
-		fs := qlogwriter.NewConnectionFileSeq(bw, isClient, connID, []string{"urn:ietf:params:qlog:events:quic-12"})
-		go fs.Run()
-		return fs
-	}
+	tracer, closed := quicgo.QlogTracer(&gzipFile{Writer: gzip.NewWriter(f), f: f})
 	return tracer, closed, nil
 }
 
-type bufCloser struct {
-	w    *bufio.Writer
-	z    *gzip.Writer
-	f    *os.File
-	done func()
+// gzipFile closes the gzip stream, then the file under it.
+type gzipFile struct {
+	*gzip.Writer
+	f *os.File
 }
 
-func (b *bufCloser) Write(p []byte) (int, error) { return b.w.Write(p) }
-func (b *bufCloser) Close() error {
-	err := b.w.Flush()
-	if zerr := b.z.Close(); err == nil {
-		err = zerr
-	}
-	if cerr := b.f.Close(); err == nil {
+func (g *gzipFile) Close() error {
+	err := g.Writer.Close()
+	if cerr := g.f.Close(); err == nil {
 		err = cerr
 	}
-	b.done()
 	return err
 }

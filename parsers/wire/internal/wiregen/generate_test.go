@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/migaudit/migaudit/parsers"
+	"github.com/migaudit/migaudit/parsers/timeline"
 	"github.com/migaudit/migaudit/parsers/wire"
 )
 
@@ -44,5 +46,20 @@ func TestGenerateReadsBack(t *testing.T) {
 	}
 	if perPath["pathA"] == 0 || perPath["pathB"] == 0 || len(c.Notes) > 0 {
 		t.Errorf("packets per path %v, notes %q", perPath, c.Notes)
+	}
+	// The server's qlog (quicgo.QlogTracer through gzip) is whole: it
+	// parses and logs the packets the capture numbers.
+	tl, err := parsers.ParseFile(filepath.Join(dir, "server.sqlog.gz"), parsers.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	for _, e := range tl.Events {
+		if e.Kind == timeline.PacketSent {
+			sent++
+		}
+	}
+	if sent == 0 || len(tl.Samples) == 0 {
+		t.Errorf("server qlog: %d packets sent, %d metric samples", sent, len(tl.Samples))
 	}
 }
