@@ -155,6 +155,21 @@ var identKinds = map[string]bool{
 	"statement_identifier": true, "namespace_identifier": true,
 }
 
+// namedIndex is child's position among parent's named children, comments
+// not counted (an argument's index, a positional initializer's).
+func namedIndex(parent, child *Node) int {
+	idx := 0
+	for _, a := range parent.Children {
+		if a == child {
+			break
+		}
+		if a.Named && !isCommentKind(a.Kind) {
+			idx++
+		}
+	}
+	return idx
+}
+
 func isCommentKind(k string) bool {
 	return k == "comment" || k == "line_comment" || k == "block_comment"
 }
@@ -478,16 +493,7 @@ func (ix *tsIndexer) classify(n *Node) Mention {
 		case "arguments", "argument_list":
 			call := q.Parent
 			if call != nil && (call.Kind == "call_expression" || call.Kind == "call") {
-				idx := 0
-				for _, a := range q.Children {
-					if a == child {
-						break
-					}
-					if a.Named && !isCommentKind(a.Kind) {
-						idx++
-					}
-				}
-				return Mention{Kind: MentionArgument, Context: calleeName(f, call.Child("function")), ArgIndex: idx}
+				return Mention{Kind: MentionArgument, Context: calleeName(f, call.Child("function")), ArgIndex: namedIndex(q, child)}
 			}
 			return Mention{Kind: MentionReference}
 		case "assignment_expression", "assignment":

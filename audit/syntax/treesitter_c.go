@@ -142,14 +142,5 @@ func initializerContext(f *File, q, child *Node) string {
 		return f.Text(q.Child("field"))
 	}
 	// positional initializer: "[i]" of the enclosing declaration
-	idx := 0
-	for _, a := range q.Children {
-		if a == child {
-			break
-		}
-		if a.Named && !isCommentKind(a.Kind) {
-			idx++
-		}
-	}
-	return fmt.Sprintf("[%d]", idx)
+	return fmt.Sprintf("[%d]", namedIndex(q, child))
 }
