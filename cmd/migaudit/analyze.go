@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -65,8 +64,8 @@ otherwise the answer is "no migration found".`,
 			if cmd.Flags().Changed("migration-at") { // --migration-at 0s differs from none
 				o.Analysis.MigrationAt = &migrationAt
 			}
-			if f, ok := cmd.ErrOrStderr().(*os.File); ok && isTerminal(f) {
-				o.progress = f
+			if isTerminal(cmd.ErrOrStderr()) {
+				o.progress = cmd.ErrOrStderr()
 			}
 			return runAnalyze(cmd.OutOrStdout(), o)
 		},
