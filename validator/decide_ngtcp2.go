@@ -47,7 +47,13 @@ func decideNgtcp2(r *reader) map[string]Decision {
 	watermark := r.has(r.fn(conn, "^static void conn_reset_congestion_state("), "ngtcp2_rtb_reset_cc_state(", "reset sets the cc_pkt_num watermark")
 	rtb := r.file("lib/ngtcp2_rtb.c")
 	ccGuard := r.has(rtb, "if (ent->hd.pkt_num >= rtb->cc_pkt_num) {", "congestion accounting skips packets below the watermark")
-	sample := r.fn("lib/ngtcp2_rtb.c", "ngtcp2_rtb_recv_ack(").inner("if (cc_ack.largest_pkt_sent_ts != UINT64_MAX")
+	// the sample's guard: cc_ack.largest_pkt_sent_ts since v1.17.0 (a330faa7); a local
+	// largest_pkt_sent_ts before
+	recv := r.fn("lib/ngtcp2_rtb.c", "ngtcp2_rtb_recv_ack(")
+	sample := recv.inner("if (cc_ack.largest_pkt_sent_ts != UINT64_MAX")
+	if !sample.ok() {
+		sample = recv.inner("if (largest_pkt_sent_ts != UINT64_MAX && ack_eliciting_pkt_acked")
+	}
 	r.has(sample, "ngtcp2_conn_update_rtt(", "RTT sample from the largest acknowledged packet")
 	rttGuard := r.has(sample, "cc_pkt_num", "RTT sample behind the watermark")
 	switch {
