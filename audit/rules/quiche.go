@@ -185,17 +185,25 @@ var quicheConstants = &query.Rule{
 		var out query.Findings
 		S, sDef, sOK := constOf("MAX_SEND_UDP_PAYLOAD_SIZE")
 		N, nDef, nOK := constOf("DEFAULT_INITIAL_CONGESTION_WINDOW_PACKETS")
+		// the packets count: configurable since 0.18 (the defaults'
+		// DEFAULT_INITIAL_CONGESTION_WINDOW_PACKETS), the constant
+		// INITIAL_WINDOW_PACKETS in Recovery::new_with_config before.
+		packets := "initial_congestion_window_packets"
+		if !nOK {
+			N, nDef, nOK = constOf("INITIAL_WINDOW_PACKETS")
+			packets = "INITIAL_WINDOW_PACKETS"
+		}
 		var initA *syntax.Assign
 		for _, fl := range x.Set {
-			for _, a := range fl.Assigns("") { // Congestion::from_config (0.24+), Recovery::new_with_config (0.18)
-				if !a.Test && a.Target == "initial_congestion_window" && strings.Contains(a.RHS, "initial_congestion_window_packets") {
+			for _, a := range fl.Assigns("") { // Congestion::from_config (0.24+), Recovery::new_with_config (0.15-0.23)
+				if !a.Test && a.Target == "initial_congestion_window" && strings.Contains(a.RHS, packets) {
 					aa := a
 					initA = &aa
 				}
 			}
 		}
 		if initA != nil && sOK && nOK {
-			f, err := x.Constant(audit.ConstInitialWindow, query.FmtNum(N)+"*S", map[string]float64{"S": S}, "initial_congestion_window_packets x max_send_udp_payload_size",
+			f, err := x.Constant(audit.ConstInitialWindow, query.FmtNum(N)+"*S", map[string]float64{"S": S}, packets+" x max_send_udp_payload_size",
 				"initial_congestion_window = "+initA.RHS, initA.Pos, x.Evidence(nDef.Pos, "constant", "packets default"), x.Evidence(sDef.Pos, "constant", "S default"))
 			if err != nil {
 				return nil, err
