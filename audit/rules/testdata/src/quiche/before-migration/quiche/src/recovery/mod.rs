@@ -1,0 +1,1 @@
+const INITIAL_RTT: Duration = Duration::from_millis(333);
