@@ -108,6 +108,22 @@ var neqoQ1 = &query.Rule{
 		for _, c := range rx {
 			o.Add(x.Evidence(c.Pos, "call", "path of a received datagram, in "+c.Func))
 		}
+		if len(rx) == 0 {
+			// Before v0.11.0 (68e19fc0) the server finds a received
+			// datagram's path with find_path_with_rebinding: a port-only
+			// change matches the old path (no reset at all), a new address
+			// gets Path::temporary without prime_rtt (initial RTT). The
+			// find_path model does not fit the observer there.
+			o.Answer = audit.Unknown
+			if rb := x.File(neqoConn).Calls("find_path_with_rebinding"); len(rb) > 0 {
+				for _, c := range rb {
+					o.Add(x.Evidence(c.Pos, "call", "path of a received datagram, in "+c.Func+": matches the old path on a port-only change"))
+				}
+				o.Mechanism = "the server finds a received datagram's path with Paths::find_path_with_rebinding, not find_path: a port-only change keeps the old path and its state, a new address gets a fresh Path::temporary with the initial RTT (not primed); the answer depends on what changed"
+			} else {
+				o.Mechanism = "no find_path call outside Connection::migrate: how the server builds a received datagram's path is not recognised"
+			}
+		}
 		if d := x.Opt(query.FuncIn("neqo-transport/src/connection/params.rs", "default", "ConnectionParameters")); d.Line > 0 {
 			if a, ok := x.FieldInit(d, "disable_migration"); ok {
 				o.Add(x.Evidence(a.Pos, "setting", "disable_migration default "+a.RHS))
