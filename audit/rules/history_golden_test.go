@@ -150,7 +150,11 @@ func TestHistoryGoldens(t *testing.T) {
 						}
 					}
 					if d, ok := reading[a.Key]; ok && a.Answer != "" && d.Answer != a.Answer {
-						t.Logf("%s: the independent reading says %s, golden %s", a.Key, d.Answer, a.Answer)
+						if d.Answer == string(audit.Unknown) {
+							t.Logf("%s: the independent reading cannot decide, golden %s (%s)", a.Key, a.Answer, strings.Join(d.Facts, "; "))
+						} else {
+							t.Errorf("%s: the independent reading says %s with confidence, golden %s (%s)", a.Key, d.Answer, a.Answer, strings.Join(d.Facts, "; "))
+						}
 					}
 				}
 			})
