@@ -52,7 +52,11 @@ func qlyObserving(x *query.Code) query.Verdict {
 		v.Add(x.Evidence(ri.Pos, "definition", "quicly_rtt_init: minimum = UINT32_MAX, latest = 0, smoothed = initial_rtt, variance = initial_rtt / 2"))
 	}
 	// client: packets from any other server address are ignored, so no second path exists at a client.
-	if dr := x.Opt(query.FuncIn(qlyC, "do_receive", "")); dr.Line > 0 {
+	dr := x.Opt(query.FuncIn(qlyC, "do_receive", ""))
+	if dr.Line == 0 {
+		dr = x.Opt(query.FuncIn(qlyC, "quicly_receive", "")) // before do_receive was split out
+	}
+	if dr.Line > 0 {
 		if c, ok := x.CondIn(dr, "quicly_is_client(conn)"); ok {
 			v.Add(x.Evidence(c.Pos, "guard", "a client drops packets whose source is not paths[0]'s remote: only a server promotes paths"))
 		}
@@ -84,11 +88,19 @@ func qlyObserving(x *query.Code) query.Verdict {
 	return v
 }
 
-var qlyMigratingNeeds = []query.Anchor{query.FuncIn(qlyC, "do_receive", "")}
+// qlyRecv is the receive function holding the client's address check:
+// do_receive at the pin, inline in quicly_receive before it was split out
+// (2025). Each is a design of Q1 and Q3 (query.Choose).
+func qlyRecv(recv string) []query.Anchor { return []query.Anchor{query.FuncIn(qlyC, recv, "")} }
 
-func qlyMigrating(x *query.Code) query.Verdict {
+const (
+	qlyDesignDoReceive = "the client's address check in do_receive"
+	qlyDesignReceive   = "the client's address check inline in quicly_receive (before do_receive)"
+)
+
+func qlyMigrating(x *query.Code, recv string) query.Verdict {
 	v := query.Verdict{}
-	dr := x.Defs(qlyMigratingNeeds...)[0]
+	dr := x.Defs(qlyRecv(recv)...)[0]
 	c, okC := x.CondIn(dr, "quicly_is_client(conn)")
 	if okC {
 		v.Add(x.Evidence(c.Pos, "guard", "client: only paths[0]'s remote is accepted"))
@@ -102,20 +114,24 @@ func qlyMigrating(x *query.Code) query.Verdict {
 	return v
 }
 
-var qlyQ1 = &query.Rule{
-	Name: "quicly/q1", Question: audit.Q1, Role: query.Both, Files: qlyFiles,
-	Doc:   "promote_path (server): cc_init re-initialisation and quicly_rtt_init seeded with min(old srtt, default); client: no path switch at all.",
-	Needs: query.Join(qlyObservingNeeds, qlyMigratingNeeds),
-	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		o := qlyObserving(x)
-		m := qlyMigrating(x)
-		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
-		out := x.PerRole(audit.Q1, fm, fo)
-		pp := x.Opt(query.FuncIn(qlyC, "promote_path", ""))
-		out = append(out, x.Hook("promote_path", "the path switch that resets CC and RTT", []syntax.Def{pp},
-			query.Filter(x.File(qlyC).Calls("promote_path"), func(c syntax.Call) bool { return c.Func != "promote_path" })))
-		return out, nil
-	},
+var qlyQ1 = query.Choose(qlyQ1For("do_receive", qlyDesignDoReceive), qlyQ1For("quicly_receive", qlyDesignReceive))
+
+func qlyQ1For(recv, design string) *query.Rule {
+	return &query.Rule{
+		Name: "quicly/q1", Question: audit.Q1, Role: query.Both, Files: qlyFiles, Design: design,
+		Doc:   "promote_path (server): cc_init re-initialisation and quicly_rtt_init seeded with min(old srtt, default); client: no path switch at all.",
+		Needs: query.Join(qlyObservingNeeds, qlyRecv(recv)),
+		Decide: func(x *query.Code) ([]audit.Finding, error) {
+			o := qlyObserving(x)
+			m := qlyMigrating(x, recv)
+			fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
+			out := x.PerRole(audit.Q1, fm, fo)
+			pp := x.Opt(query.FuncIn(qlyC, "promote_path", ""))
+			out = append(out, x.Hook("promote_path", "the path switch that resets CC and RTT", []syntax.Def{pp},
+				query.Filter(x.File(qlyC).Calls("promote_path"), func(c syntax.Call) bool { return c.Func != "promote_path" })))
+			return out, nil
+		},
+	}
 }
 
 var qlyQ2 = &query.Rule{
@@ -144,50 +160,54 @@ var qlyQ2 = &query.Rule{
 	},
 }
 
-var qlyQ3 = &query.Rule{
-	Name: "quicly/q3", Question: audit.Q3, Role: query.Both, Files: qlyFiles,
-	Doc:   "pn_path_start watermark guards and the loss-marking of in-flight packets at promotion.",
-	Needs: query.Join([]query.Anchor{query.FuncIn(qlyC, "promote_path", ""), query.FuncIn(qlyC, "handle_ack_frame", ""), query.FuncIn(qlyC, "notify_congestion_to_cc", "")}, qlyMigratingNeeds),
-	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		n := x.Needed()
-		pp, ack, ncc := n[0], n[1], n[2]
-		wm, okW := x.AssignIn(pp, "pn_path_start", "packet_number")
-		var wmEv []audit.Evidence
-		if okW {
-			wmEv = append(wmEv, x.Evidence(wm.Pos, "assignment", wm.LHS+" = "+wm.RHS+" (watermark set at promotion)"))
-		}
-		gate := func(name, why string, def syntax.Def) query.Aspect {
-			var ev []audit.Evidence
-			for _, c := range x.Conds(def) {
-				if strings.Contains(c.Text, "pn_path_start") {
-					ev = append(ev, x.Evidence(c.Pos, "guard", c.Text))
+var qlyQ3 = query.Choose(qlyQ3For("do_receive", qlyDesignDoReceive), qlyQ3For("quicly_receive", qlyDesignReceive))
+
+func qlyQ3For(recv, design string) *query.Rule {
+	return &query.Rule{
+		Name: "quicly/q3", Question: audit.Q3, Role: query.Both, Files: qlyFiles, Design: design,
+		Doc:   "pn_path_start watermark guards and the loss-marking of in-flight packets at promotion.",
+		Needs: query.Join([]query.Anchor{query.FuncIn(qlyC, "promote_path", ""), query.FuncIn(qlyC, "handle_ack_frame", ""), query.FuncIn(qlyC, "notify_congestion_to_cc", "")}, qlyRecv(recv)),
+		Decide: func(x *query.Code) ([]audit.Finding, error) {
+			n := x.Needed()
+			pp, ack, ncc := n[0], n[1], n[2]
+			wm, okW := x.AssignIn(pp, "pn_path_start", "packet_number")
+			var wmEv []audit.Evidence
+			if okW {
+				wmEv = append(wmEv, x.Evidence(wm.Pos, "assignment", wm.LHS+" = "+wm.RHS+" (watermark set at promotion)"))
+			}
+			gate := func(name, why string, def syntax.Def) query.Aspect {
+				var ev []audit.Evidence
+				for _, c := range x.Conds(def) {
+					if strings.Contains(c.Text, "pn_path_start") {
+						ev = append(ev, x.Evidence(c.Pos, "guard", c.Text))
+					}
 				}
+				if len(ev) > 0 && okW {
+					return query.Aspect{Name: name, Answer: audit.Yes, Why: why, Ev: append(ev, wmEv...)}
+				}
+				return query.Aspect{Name: name, Answer: audit.No, Why: "no pn_path_start gate in " + def.Name, Ev: nil}
 			}
-			if len(ev) > 0 && okW {
-				return query.Aspect{Name: name, Answer: audit.Yes, Why: why, Ev: append(ev, wmEv...)}
+			var as []query.Aspect
+			a := gate("rtt", "largest_newly_acked (the RTT sample) is taken only from packets at or above pn_path_start", ack)
+			as = append(as, a)
+			g := gate("growth", "acked bytes count towards the window only for packets at or above pn_path_start", ack)
+			as = append(as, g)
+			as = append(as, gate("loss", "cc_on_lost is called only for lost packets at or above pn_path_start", ncc))
+			// in flight: promote_path declares every sentmap packet lost (QUICLY_SENTMAP_EVENT_PTO).
+			if c, ok := x.CallIn(pp, "quicly_sentmap_update", "QUICLY_SENTMAP_EVENT_PTO"); ok {
+				ev := []audit.Evidence{x.Evidence(c.Pos, "call", "every packet still in flight is marked lost at promotion")}
+				for _, cm := range x.CommentsIn(qlyC, pp.Line, c.Line, "mark all packets as lost") {
+					ev = append(ev, x.Evidence(cm.Pos, "comment", query.OneLine(cm.Context)))
+				}
+				as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "old-path packets leave bytes in flight at promotion (declared lost), like quic-go", Ev: ev})
+			} else {
+				as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "in-flight packets not removed at promotion", Ev: nil})
 			}
-			return query.Aspect{Name: name, Answer: audit.No, Why: "no pn_path_start gate in " + def.Name, Ev: nil}
-		}
-		var as []query.Aspect
-		a := gate("rtt", "largest_newly_acked (the RTT sample) is taken only from packets at or above pn_path_start", ack)
-		as = append(as, a)
-		g := gate("growth", "acked bytes count towards the window only for packets at or above pn_path_start", ack)
-		as = append(as, g)
-		as = append(as, gate("loss", "cc_on_lost is called only for lost packets at or above pn_path_start", ncc))
-		// in flight: promote_path declares every sentmap packet lost (QUICLY_SENTMAP_EVENT_PTO).
-		if c, ok := x.CallIn(pp, "quicly_sentmap_update", "QUICLY_SENTMAP_EVENT_PTO"); ok {
-			ev := []audit.Evidence{x.Evidence(c.Pos, "call", "every packet still in flight is marked lost at promotion")}
-			for _, cm := range x.CommentsIn(qlyC, pp.Line, c.Line, "mark all packets as lost") {
-				ev = append(ev, x.Evidence(cm.Pos, "comment", query.OneLine(cm.Context)))
-			}
-			as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "old-path packets leave bytes in flight at promotion (declared lost), like quic-go", Ev: ev})
-		} else {
-			as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "in-flight packets not removed at promotion", Ev: nil})
-		}
-		m := qlyMigrating(x)
-		m.Mechanism = "a client never promotes a path, so no watermark is set when its own address changes"
-		return x.Q3PerRole("packet-number watermark pn_path_start (set in promote_path) plus loss-marking of everything in flight at promotion", as, m), nil
-	},
+			m := qlyMigrating(x, recv)
+			m.Mechanism = "a client never promotes a path, so no watermark is set when its own address changes"
+			return x.Q3PerRole("packet-number watermark pn_path_start (set in promote_path) plus loss-marking of everything in flight at promotion", as, m), nil
+		},
+	}
 }
 
 var qlyConstants = &query.Rule{
