@@ -1,0 +1,11 @@
+/* a variant: the rebinding resets the path's send controller and active migration is always disabled */
+xqc_int_t
+xqc_process_path_response_frame(xqc_connection_t *conn, xqc_packet_in_t *packet_in)
+{
+    if (path->rebinding_addrlen != 0) {
+        xqc_memcpy(path->peer_addr, path->rebinding_addr, path->rebinding_addrlen);
+    }
+    xqc_send_ctl_reset(path->path_send_ctl);
+    xqc_path_validate(path);
+    return XQC_OK;
+}
