@@ -6,5 +6,5 @@ const xqc_conn_settings_t default_conn_settings = {
 static void
 xqc_conn_init_trans_settings(xqc_connection_t *conn)
 {
-    ls->disable_active_migration = 1;
+    ls->disable_active_migration = !ls->enable_multipath_allowed;
 }
