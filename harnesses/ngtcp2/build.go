@@ -304,6 +304,7 @@ func settings(a *upstream.Artifact, p *Plan) map[string]string {
 	s := map[string]string{
 		"build":           "from-checkout",
 		"upstream_commit": a.Commit,
+		"live_commit":     a.Commit,
 		"upstream_source": a.Source,
 		"build_options":   strings.Join(a.Options, " "),
 		"build_dir":       a.Dir,

@@ -280,6 +280,13 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	sLine := "ngtcp2 " + SystemVersion + " recomputes the window from settings.max_tx_udp_payload_size at reset, lib/ngtcp2_conn.c conn_reset_conn_stat_cc"
 	if h.System {
 		res.Settings["build"] = "debian-package"
+		// The packages are the v0.12.1 release: its tag, when a checkout
+		// has it, is the code that ran (the constants are read there).
+		if snap, err := upstream.Open(upstream.Source{Impl: "ngtcp2", Upstream: Upstream, Commit: "v" + SystemVersion}); err == nil {
+			res.Settings[run.LiveCommitSetting] = snap.Commit()
+		} else {
+			res.Notes = append(res.Notes, "no ngtcp2 checkout with tag v"+SystemVersion+": the analysis uses the pin's constants ("+err.Error()+")")
+		}
 	} else {
 		a, p, err := h.ensure(ctx)
 		if err != nil {
