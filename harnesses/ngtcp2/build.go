@@ -54,8 +54,9 @@ var (
 // (examples/CMakeLists.txt CXX_STANDARD 23, ngtcp2 ≥ 1.2x: <print>,
 // std::println) with clang 19 and libc++ 19; Debian bookworm's g++ 12 has
 // neither <print> nor <format>. Older commits use the default compiler.
-var cxx23Options = []string{"-DCMAKE_CXX_COMPILER=clang++-19", "-DCMAKE_CXX_FLAGS=-stdlib=libc++",
-	"-DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++ -lc++abi"}
+// (CMAKE_CXX_FLAGS reach the C++ link line too; linker flags would reach
+// the C compiler's checks, which reject -stdlib.)
+var cxx23Options = []string{"-DCMAKE_CXX_COMPILER=clang++-19", "-DCMAKE_CXX_FLAGS=-stdlib=libc++"}
 
 var reCXX23 = regexp.MustCompile(`CXX_STANDARD\s+23`)
 
