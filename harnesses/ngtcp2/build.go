@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/migaudit/migaudit/audit/gitsrc"
@@ -319,11 +318,6 @@ func settings(a *upstream.Artifact, p *Plan) map[string]string {
 			s["dep_"+n+"_from"] = p.From[n]
 		}
 	}
-	var tools []string
-	for k, v := range a.Tools {
-		tools = append(tools, k+"="+v)
-	}
-	sort.Strings(tools)
-	s["build_tools"] = strings.Join(tools, "; ")
+	s["build_tools"] = a.ToolsLine()
 	return s
 }

@@ -121,7 +121,7 @@ func (h *Harness) ensure(ctx context.Context) (*upstream.Artifact, *Plan, error)
 	if h.built != nil {
 		return h.built, h.plan, nil
 	}
-	a, p, err := Ensure(ctx, h.opts, logWriter(h.log))
+	a, p, err := Ensure(ctx, h.opts, upstream.LineWriter(h.log))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,14 +129,6 @@ func (h *Harness) ensure(ctx context.Context) (*upstream.Artifact, *Plan, error)
 	return a, p, nil
 }
 
-type logWriter func(string)
-
-func (w logWriter) Write(p []byte) (int, error) {
-	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		w(l)
-	}
-	return len(p), nil
-}
 
 // Capabilities: the example client changes its address once
 // (--change-local-addr is a one-shot timer), so migrate-back cannot be run;

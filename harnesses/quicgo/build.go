@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/migaudit/migaudit/audit/gitsrc"
@@ -182,11 +181,6 @@ func buildSettings(a *upstream.Artifact, version string) map[string]string {
 		"build_recipe":    a.Recipe,
 		"build_duration":  a.Duration,
 	}
-	var tools []string
-	for k, v := range a.Tools {
-		tools = append(tools, k+"="+v)
-	}
-	sort.Strings(tools)
-	s["build_tools"] = strings.Join(tools, "; ")
+	s["build_tools"] = a.ToolsLine()
 	return s
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -70,7 +69,7 @@ func (h *Harness) ensure(ctx context.Context) (*upstream.Artifact, string, error
 	if h.built != nil {
 		return h.built, h.version, nil
 	}
-	a, err := Ensure(ctx, h.opts, logWriter(h.log))
+	a, err := Ensure(ctx, h.opts, upstream.LineWriter(h.log))
 	if err != nil {
 		return nil, "", err
 	}
@@ -82,14 +81,6 @@ func (h *Harness) ensure(ctx context.Context) (*upstream.Artifact, string, error
 	return a, h.version, nil
 }
 
-type logWriter func(string)
-
-func (w logWriter) Write(p []byte) (int, error) {
-	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		w(l)
-	}
-	return len(p), nil
-}
 
 func (h *Harness) Name() string { return "quic-go" }
 

@@ -613,3 +613,25 @@ func CheckDeps(impl string, deps map[string]string, known ...string) error {
 // IsNoSource reports whether err says a repository could not be found (the
 // condition under which tests skip).
 func IsNoSource(err error) bool { return errors.Is(err, mirrors.ErrNoSource) }
+
+// LineWriter is an io.Writer that hands each line written to it to a
+// function (a harness's build-progress log).
+type LineWriter func(string)
+
+func (w LineWriter) Write(p []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		w(l)
+	}
+	return len(p), nil
+}
+
+// ToolsLine is the build's tools and packages as "name=version; …",
+// sorted, for a manifest.
+func (a *Artifact) ToolsLine() string {
+	var tools []string
+	for k, v := range a.Tools {
+		tools = append(tools, k+"="+v)
+	}
+	sort.Strings(tools)
+	return strings.Join(tools, "; ")
+}
