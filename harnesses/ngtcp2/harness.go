@@ -129,7 +129,6 @@ func (h *Harness) ensure(ctx context.Context) (*upstream.Artifact, *Plan, error)
 	return a, p, nil
 }
 
-
 // Capabilities: the example client changes its address once
 // (--change-local-addr is a one-shot timer), so migrate-back cannot be run;
 // the example programs' --cc choices.

@@ -81,7 +81,6 @@ func (h *Harness) ensure(ctx context.Context) (*upstream.Artifact, string, error
 	return a, h.version, nil
 }
 
-
 func (h *Harness) Name() string { return "quic-go" }
 
 // Capabilities: all five scenarios (nat-rebind is emulated by a NAT-like
