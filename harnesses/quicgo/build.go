@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/migaudit/migaudit/audit/gitsrc"
 	"github.com/migaudit/migaudit/harnesses/upstream"
@@ -88,15 +90,18 @@ func NewRecipe(o upstream.Options) (upstream.Recipe, error) {
 		}
 	}
 	src.Commit = snap.Commit()
+	modVer := ModuleVersion(Describe(snap.Repo(), snap.Commit()), snap.Time(), snap.Commit())
 	return upstream.Recipe{
 		Impl: "quic-go", Version: RecipeVersion, Src: src,
-		Options: []string{"go build -trimpath", "qlog=" + qlogKind},
+		Options: []string{"go build -trimpath", "qlog=" + qlogKind, "module-version=" + modVer},
 		Files: map[string][]byte{
 			"main.go": srcMain, "harness/proc.go": srcProc, "harness/client.go": srcClient, "harness/tls.go": srcTLS,
 			"harness/qlog.go": qlogSrc, "harness/selfsigned.go": srcSelfSigned,
 		},
-		Tools:   []string{"go"},
-		Build:   buildHarness,
+		Tools: []string{"go"},
+		Build: func(ctx context.Context, w *upstream.Workspace) error {
+			return buildHarness(ctx, w, modVer)
+		},
 		Outputs: []string{OutHarness},
 	}, nil
 }
@@ -104,14 +109,14 @@ func NewRecipe(o upstream.Options) (upstream.Recipe, error) {
 // buildHarness writes the generated go.mod (quic-go replaced by the
 // exported checkout), resolves quic-go's own requirements (the module
 // proxy, or the module cache) and builds the program.
-func buildHarness(ctx context.Context, w *upstream.Workspace) error {
+func buildHarness(ctx context.Context, w *upstream.Workspace, modVer string) error {
 	goVer := "1.23"
 	if b, err := os.ReadFile(filepath.Join(w.SrcDir, "go.mod")); err == nil {
 		if m := regexp.MustCompile(`(?m)^go\s+(\S+)`).FindSubmatch(b); m != nil {
 			goVer = string(m[1])
 		}
 	}
-	mod := fmt.Sprintf("module %s\n\ngo %s\n\nrequire github.com/quic-go/quic-go v0.0.0-00010101000000-000000000000\n\nreplace github.com/quic-go/quic-go => %s\n", harnessModule, goVer, w.SrcDir)
+	mod := fmt.Sprintf("module %s\n\ngo %s\n\nrequire github.com/quic-go/quic-go %s\n\nreplace github.com/quic-go/quic-go => %s\n", harnessModule, goVer, modVer, w.SrcDir)
 	if err := os.WriteFile(filepath.Join(w.FilesDir, "go.mod"), []byte(mod), 0o644); err != nil {
 		return err
 	}
@@ -151,6 +156,25 @@ func Describe(repo *gitsrc.Repo, commit string) string {
 		}
 	}
 	return short(commit)
+}
+
+var reDescribe = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)-\d+-g[0-9a-f]+$`)
+
+// ModuleVersion is the version the generated go.mod requires quic-go at,
+// so that the binary's build information and quic-go's qlog code_version
+// name the commit: the tag itself on a tag, else Go's pseudo-version after
+// the nearest tag (v0.61.1-0.20260807083352-2cfe6ee0b5ac), else one after
+// v0.0.0.
+func ModuleVersion(describe string, when time.Time, commit string) string {
+	if strings.HasPrefix(describe, "v") && !strings.Contains(describe, "-g") {
+		return describe
+	}
+	stamp := when.UTC().Format("20060102150405")
+	if m := reDescribe.FindStringSubmatch(describe); m != nil {
+		patch, _ := strconv.Atoi(m[3])
+		return fmt.Sprintf("v%s.%s.%d-0.%s-%s", m[1], m[2], patch+1, stamp, short(commit))
+	}
+	return fmt.Sprintf("v0.0.0-%s-%s", stamp, short(commit))
 }
 
 func short(c string) string {

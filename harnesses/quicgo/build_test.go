@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/migaudit/migaudit/audit/gitsrc"
 	"github.com/migaudit/migaudit/harnesses/upstream"
@@ -79,5 +80,19 @@ func TestRecipeAtCommits(t *testing.T) {
 	_, err := NewRecipe(upstream.Options{Source: os.Getenv("MIGAUDIT_MIRRORS") + "/ngtcp2+ngtcp2/repo", Commit: "v1.0.0"})
 	if err == nil || !strings.Contains(err.Error(), "not a Go module") {
 		t.Errorf("ngtcp2 checkout accepted as quic-go: %v", err)
+	}
+}
+
+func TestModuleVersion(t *testing.T) {
+	when := time.Date(2026, 8, 7, 8, 33, 52, 0, time.FixedZone("JST", 9*3600))
+	c := "2cfe6ee0b5ac11112222333344445555aaaabbbb"
+	for _, tc := range []struct{ describe, want string }{
+		{"v0.54.0", "v0.54.0"},
+		{"v0.61.0-8-g2cfe6ee0b5ac", "v0.61.1-0.20260806233352-2cfe6ee0b5ac"},
+		{"2cfe6ee0b5ac", "v0.0.0-20260806233352-2cfe6ee0b5ac"},
+	} {
+		if got := ModuleVersion(tc.describe, when, c); got != tc.want {
+			t.Errorf("ModuleVersion(%q) = %q, want %q", tc.describe, got, tc.want)
+		}
 	}
 }
