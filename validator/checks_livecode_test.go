@@ -35,6 +35,13 @@ func TestLiveCodePlanted(t *testing.T) {
 	for _, r := range []string{"rep1", "rep2"} {
 		writeRep("pin", r, pin)
 		writeRep("other", r, other)
+		dir := filepath.Join(root, "data", "evidence", "old", r)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"version":"0.12.1"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	im := func(run, commit string, edit func(m map[string]any)) gjson.Result {
 		m := map[string]any{"name": "ngtcp2", "upstream": "https://github.com/ngtcp2/ngtcp2", "commit": pin,
@@ -67,6 +74,8 @@ func TestLiveCodePlanted(t *testing.T) {
 		{"the pin, as written", im("pin", pin, nil), Pass, "from-checkout"},
 		{"another commit with its live_audit", im("other", other, nil), Pass, "from-checkout"},
 		{"no live_code", im("pin", pin, func(m map[string]any) { delete(m, "live_code") }), Fail, "no live_code"},
+		{"no live_code, runs before version records", im("old", pin, func(m map[string]any) { delete(m, "live_code") }), Unverifiable, "runs before version records"},
+		{"live_code, runs before version records", im("old", pin, nil), Fail, "records no build and no package"},
 		{"a binary's sha256 changed", im("pin", pin, func(m map[string]any) {
 			lc(m)["binaries"].([]any)[0].(map[string]any)["sha256"] = "ff"
 		}), Fail, "live_code.binaries"},
