@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/migaudit/migaudit/data"
 	"github.com/migaudit/migaudit/parsers/timeline"
 )
 
@@ -35,6 +36,10 @@ type Options struct {
 	// Wire is the repetition's wire evidence (LoadWireEvidence); nil:
 	// none given (AnalyzeFile then looks beside the trace, WireBeside).
 	Wire *WireEvidence
+	// Constants, when non-nil, are the implementation's constants audited
+	// at the commit that ran (their provenance names it); nil: data's, read
+	// at the pin (data.ConstantsFor).
+	Constants *data.Constants
 	// CC is the congestion controller that ran ("reno", "cubic", "bbr");
 	// empty: the implementation's default. It selects the audited loss
 	// response a window decrease is matched against.
@@ -80,7 +85,7 @@ func begin(source string, meta timeline.Meta, warnings []timeline.Warning, opt O
 		notes = append(notes, fmt.Sprintf("implementation %q taken from the trace", opt.Impl))
 	}
 	params, used := mergeParams(opt.Impl, meta.Params, opt.Params)
-	cs, err := evalConstantsFor(opt.Impl, opt.CC, params)
+	cs, err := evalConstantsFor(opt.Impl, opt.CC, params, opt.Constants)
 	if err != nil {
 		return Analysis{}, constantSet{}, fmt.Errorf("analyze %s: %w", source, err)
 	}

@@ -39,9 +39,18 @@ var traceParams = map[string]map[string]string{}
 // evaluates every formula with params (which override the formulas'
 // defaults).
 func evalConstants(impl string, params map[string]float64) (constantSet, error) {
+	return evalConstantsIn(impl, params, nil)
+}
+
+// evalConstantsIn is evalConstants with the constants given (audited at the
+// commit that ran) instead of data's, the pin's, when at is non-nil.
+func evalConstantsIn(impl string, params map[string]float64, at *data.Constants) (constantSet, error) {
 	c, audited, err := data.ConstantsFor(impl)
 	if err != nil {
 		return constantSet{}, err
+	}
+	if at != nil {
+		c, audited = *at, true
 	}
 	cs := constantSet{audited: audited}
 	eval := func(name string, f data.Formula) (float64, error) {
@@ -94,11 +103,11 @@ func evalConstants(impl string, params map[string]float64) (constantSet, error) 
 // the implementation's default).
 // cc may be a harness's own description ("reno (quic-go's only
 // controller)"): its first word names the controller.
-func evalConstantsFor(impl, cc string, params map[string]float64) (constantSet, error) {
+func evalConstantsFor(impl, cc string, params map[string]float64, at *data.Constants) (constantSet, error) {
 	if f := strings.Fields(strings.ToLower(cc)); len(f) > 0 {
 		cc = f[0]
 	}
-	cs, err := evalConstants(impl, params)
+	cs, err := evalConstantsIn(impl, params, at)
 	if err != nil || cc == "" {
 		return cs, err
 	}

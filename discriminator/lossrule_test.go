@@ -27,7 +27,7 @@ func TestLossRuleSelection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.impl+"/"+tt.cc, func(t *testing.T) {
-			cs, err := evalConstantsFor(tt.impl, tt.cc, nil)
+			cs, err := evalConstantsFor(tt.impl, tt.cc, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -262,6 +262,17 @@ func Finalise(s *Survey) {
 			}
 		}
 		sort.Slice(im.Answers, func(x, y int) bool { return im.Answers[x].Question < im.Answers[y].Question })
+		// The live answers against the audit of the code that ran.
+		if la := im.LiveAudit; la != nil {
+			for i := range la.Answers {
+				a := &la.Answers[i]
+				a.LiveAnswer = live[a.Question]
+				if d := Reconcile(im.Name, a, vantage); d != nil {
+					d.Detail = fmt.Sprintf("source at the live commit %s says %s, the live runs of that code (%s vantage) say %s", la.Commit[:12], d.Source, orUnknown(vantage), d.Live)
+					s.Disagreements = append(s.Disagreements, *d)
+				}
+			}
+		}
 	}
 	s.CrossCutting = ComputeCrossCutting(s.Implementations)
 }

@@ -55,6 +55,12 @@ type Implementation struct {
 	Live         *Live         `json:"live,omitempty"`
 	// FixCheck says whether a fix would be visible to the live check.
 	FixCheck *FixCheck `json:"fix_check,omitempty"`
+	// LiveCode is which code the own live runs ran (from their manifests).
+	LiveCode *LiveCode `json:"live_code,omitempty"`
+	// LiveAudit is the source audit at LiveCode's commit when that is not
+	// the pin: both audits are listed, the differences shown, and the live
+	// answers compared with the audit of the same code.
+	LiveAudit *LiveAudit `json:"live_audit,omitempty"`
 	// Notes are caveats that belong to this implementation.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -309,4 +315,45 @@ func (im *Implementation) Answer(q string) *Answer {
 		}
 	}
 	return nil
+}
+
+// Build kinds of LiveCode.
+const (
+	BuildFromCheckout = "from-checkout"
+	BuildDebian       = "debian-package"
+	BuildNPM          = "npm-binding"
+	BuildModuleProxy  = "module-proxy"
+)
+
+// LiveCode is the code the live repetitions ran.
+type LiveCode struct {
+	// Commit is the full commit that ran ("" when a release tag could not
+	// be resolved: no mirror); Tag the release it was read from, if any.
+	Commit   string       `json:"commit,omitempty"`
+	Tag      string       `json:"tag,omitempty"`
+	Upstream string       `json:"upstream"`
+	Build    string       `json:"build"`
+	Binaries []LiveBinary `json:"binaries"`
+}
+
+// LiveBinary is one executable, library or module a repetition ran.
+type LiveBinary struct {
+	Role    string `json:"role"`
+	SHA256  string `json:"sha256"`
+	Version string `json:"version"`
+}
+
+// LiveAudit is the source audit at the live commit.
+type LiveAudit struct {
+	Commit      string            `json:"commit"`
+	Answers     []Answer          `json:"answers"`
+	Differences []AuditDifference `json:"differences"`
+}
+
+// AuditDifference is a question the pin and the live commit answer
+// differently.
+type AuditDifference struct {
+	Question string `json:"question"`
+	Pin      string `json:"pin"`
+	Live     string `json:"live"`
 }

@@ -26,7 +26,9 @@ import (
 //   - picoquic, msquic: the commit the binaries were built from, recorded
 //     in full in their build record, must be the entry's pinned commit;
 //   - ngtcp2: its qlog records no version; the Debian packages' versions
-//     (dpkg-query) must be the claimed one.
+//     (dpkg-query) must be the claimed one (--system);
+//   - ngtcp2 and quic-go built from the checkout (result.settings.build
+//     from-checkout): as picoquic and msquic, the build record's commit.
 //
 // A forger who rewrites the version everywhere a person would look still
 // leaves these behind, unless they rewrite the traces and the module
@@ -72,6 +74,12 @@ func checkLiveVersion(v *Validator, doc, im gjson.Result) (Status, string) {
 			d.fail("%s: version %q, its manifest says %q", rid, claimed, mv)
 		}
 		dir := filepath.Dir(mp)
+		if man.Get("result.settings.build").String() == "from-checkout" && (name == "quic-go" || name == "ngtcp2") {
+			// Built from the checkout (harnesses/upstream): its build
+			// record names the commit, as for picoquic and msquic.
+			builtFrom(&d, rid, claimed, commit, man)
+			continue
+		}
 		switch name {
 		case "quic-go":
 			v.quicGoVersion(&d, rid, claimed, rep, man)

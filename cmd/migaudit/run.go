@@ -43,6 +43,7 @@ func newRunCmd() *cobra.Command {
 		backAfter               time.Duration
 		source, commit          string
 		deps                    []string
+		system                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -64,6 +65,8 @@ verdict depends on (docs/testbed.md). One the host spoiled is kept under
 Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 (address changes without the client validating the path), migrate-back (A→B→A).`,
 		Example: `  sudo migaudit run --impl ngtcp2 --reps 5
+  sudo migaudit run --impl ngtcp2 --commit v1.0.0 --reps 1
+  sudo migaudit run --impl ngtcp2 --system --reps 5
   sudo migaudit run --impl quic-go --scenario migrate-back --reps 3 --out results/qg-back
   sudo migaudit run --impl ngtcp2 --scenario port-rebind --cc reno --transfer 15s`,
 		Args: cobra.NoArgs,
@@ -79,6 +82,15 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 					why = "no live harness"
 				}
 				return liverun.ErrNotRunnable(im.Name, why)
+			}
+			if system {
+				sp, ok := h.(upstream.SystemPackager)
+				if !ok {
+					return fmt.Errorf("--system applies to harnesses that can run a distribution package instead of a build from a checkout (ngtcp2); %s has none", h.Name())
+				}
+				if err := sp.UseSystemPackage(); err != nil {
+					return err
+				}
 			}
 			if err := configureUpstream(h, source, commit, deps); err != nil {
 				return err
@@ -136,9 +148,10 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 	f.DurationVar(&migrateAt, "migrate-at", 5*time.Second, "migrate this long after the handshake")
 	f.DurationVar(&backAfter, "back-after", 5*time.Second, "migrate-back: return to path A this long after leaving it")
 	f.BoolVar(&noProgress, "no-progress", false, "no progress bar")
-	f.StringVar(&source, "source", "", "harnesses built from source (picoquic, msquic): the implementation's clone or bare mirror (default: $MIGAUDIT_MIRRORS, then the user cache)")
+	f.StringVar(&source, "source", "", "harnesses built from source (picoquic, msquic, ngtcp2, quic-go): the implementation's clone or bare mirror (default: $MIGAUDIT_MIRRORS, then the user cache)")
 	f.StringVar(&commit, "commit", "", "harnesses built from source: commit, tag or branch to build (default: the pinned commit in data/implementations.json)")
-	f.StringArrayVar(&deps, "dep", nil, "harnesses built from source: a dependency's clone or bare mirror, name=DIR (e.g. picotls=/src/picotls); repeatable")
+	f.StringArrayVar(&deps, "dep", nil, "harnesses built from source: a dependency's clone or bare mirror, name=DIR[@COMMIT] (e.g. picotls=/src/picotls, nghttp3=/src/nghttp3@v1.18.0); repeatable")
+	f.BoolVar(&system, "system", false, "ngtcp2: run Debian's ngtcp2 0.12.1 packages (ngtcp2-client, ngtcp2-server) instead of a build from the checkout")
 	f.IntVar(&retries, "retries", liverun.DefaultRetries, "re-runs allowed per repetition the host spoiled (its emulation fidelity did not hold in the verdict's window)")
 	f.BoolVar(&strictCal, "strict-calibration", false, "every calibration gate is a veto (jitter and spread included), as before fidelity was measured per repetition")
 	f.StringVar(&pinCPUs, "pin-emulator", "", "pin the emulator's threads to these CPUs (e.g. 1) and the endpoints to the others (measured in docs/testbed.md)")
@@ -159,7 +172,7 @@ func configureUpstream(h liverun.Harness, source, commit string, deps []string) 
 	c, ok := h.(upstream.Configurable)
 	if !ok {
 		if source != "" || commit != "" || len(deps) > 0 {
-			return fmt.Errorf("--source, --commit and --dep apply to harnesses built from an upstream checkout (picoquic, msquic); %s runs installed binaries", h.Name())
+			return fmt.Errorf("--source, --commit and --dep apply to harnesses built from an upstream checkout (picoquic, msquic, ngtcp2, quic-go); %s runs installed binaries", h.Name())
 		}
 		return nil
 	}

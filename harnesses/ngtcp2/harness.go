@@ -1,6 +1,9 @@
-// Package ngtcp2 is the live harness for ngtcp2: Debian's ngtcp2 0.12.1
-// example programs (gtlsserver from ngtcp2-server, gtlsclient from
-// ngtcp2-client), run inside the testbed's namespaces with qlog.
+// Package ngtcp2 is the live harness for ngtcp2: its own example programs
+// gtlsserver and gtlsclient (GnuTLS), run inside the testbed's namespaces
+// with qlog. By default they are built from the user's checkout at the
+// pinned commit (or --commit), with nghttp3 (harnesses/upstream, build.go);
+// --system runs Debian's ngtcp2 0.12.1 packages (ngtcp2-server,
+// ngtcp2-client) instead.
 //
 // The example client migrates with --change-local-addr=<duration>, which
 // opens a new socket bound to whichever local address the routing table
@@ -8,7 +11,8 @@
 // that RFC 9000 §9.4 exempts from the reset and that proves nothing. The
 // harness therefore flips the client namespace's route to path B 250 ms
 // before the timer fires and reads the client's own log line
-// "Local address is now [<addr>]:<port>" to record where it went.
+// "Local address is now [<addr>]:<port>" to record where it went. Both the
+// options and the log lines are the same in 0.12.1, v1.0.0 and v1.25.
 package ngtcp2
 
 import (
@@ -26,8 +30,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/migaudit/migaudit/data"
 	"github.com/migaudit/migaudit/harnesses/run"
+	"github.com/migaudit/migaudit/harnesses/upstream"
 )
 
 const (
@@ -41,19 +45,89 @@ const (
 	// = 1500 - 48, lib/ngtcp2_conn.c ngtcp2_settings_default), given
 	// explicitly so the constant formula's S is a setting of this run.
 	MaxUDPPayload = 1452
-	// InstallHint is what to run when the binaries are missing.
+	// SystemVersion is the Debian packages' ngtcp2 version --system runs.
+	SystemVersion = "0.12.1"
+	// InstallHint is what to run when the Debian binaries are missing.
 	InstallHint = "apt-get install ngtcp2-client ngtcp2-server"
 )
 
-// Harness runs Debian's ngtcp2 example client and server.
+// Harness runs ngtcp2's example client and server: built from a checkout
+// (the default) or Debian's (System).
 type Harness struct {
-	Client, Server string // default /usr/bin/gtlsclient, /usr/sbin/gtlsserver
+	// System selects Debian's packages (Client and Server paths).
+	System         bool
+	Client, Server string // --system: /usr/bin/gtlsclient, /usr/sbin/gtlsserver
+
+	log   func(string)
+	mu    sync.Mutex
+	opts  upstream.Options
+	built *upstream.Artifact
+	plan  *Plan
 }
 
-// New returns the ngtcp2 harness with Debian's paths.
-func New() *Harness { return &Harness{Client: "/usr/bin/gtlsclient", Server: "/usr/sbin/gtlsserver"} }
+// New returns the harness that builds ngtcp2 from the checkout (mirror,
+// --source) at the pin or --commit; log receives build progress lines.
+func New() *Harness { return &Harness{log: func(string) {}} }
+
+// NewSystem returns the harness that runs Debian's ngtcp2 0.12.1.
+func NewSystem() *Harness {
+	return &Harness{System: true, Client: "/usr/bin/gtlsclient", Server: "/usr/sbin/gtlsserver", log: func(string) {}}
+}
+
+// SetLog sends build progress lines to log.
+func (h *Harness) SetLog(log func(string)) {
+	if log != nil {
+		h.log = log
+	}
+}
 
 func (h *Harness) Name() string { return "ngtcp2" }
+
+// UseSystemPackage switches to Debian's ngtcp2 0.12.1 (--system).
+func (h *Harness) UseSystemPackage() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.System, h.Client, h.Server = true, "/usr/bin/gtlsclient", "/usr/sbin/gtlsserver"
+	return nil
+}
+
+// ConfigureUpstream takes --source, --commit and --dep
+// nghttp3|sfparse|urlparse=DIR[@COMMIT] and resolves them now, so a wrong
+// one is reported before anything is built or brought up.
+func (h *Harness) ConfigureUpstream(o upstream.Options) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.System {
+		if o.Source != "" || o.Commit != "" || len(o.Deps) > 0 {
+			return errors.New("--system runs Debian's ngtcp2 " + SystemVersion + " packages; --source, --commit and --dep choose a build from a checkout instead")
+		}
+		return nil
+	}
+	p, err := NewPlan(o)
+	if err != nil {
+		if upstream.IsNoSource(err) && o.Source == "" {
+			return fmt.Errorf("%w (or run Debian's ngtcp2 %s with --system: %s)", err, SystemVersion, InstallHint)
+		}
+		return err
+	}
+	h.opts, h.plan, h.built = o, p, nil
+	return nil
+}
+
+// ensure builds or reuses ngtcp2 for the configured options.
+func (h *Harness) ensure(ctx context.Context) (*upstream.Artifact, *Plan, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.built != nil {
+		return h.built, h.plan, nil
+	}
+	a, p, err := Ensure(ctx, h.opts, upstream.LineWriter(h.log))
+	if err != nil {
+		return nil, nil, err
+	}
+	h.built, h.plan = a, p
+	return a, p, nil
+}
 
 // Capabilities: the example client changes its address once
 // (--change-local-addr is a one-shot timer), so migrate-back cannot be run;
@@ -61,20 +135,73 @@ func (h *Harness) Name() string { return "ngtcp2" }
 func (h *Harness) Capabilities() run.Capabilities {
 	return run.Capabilities{
 		Scenarios: map[run.Scenario]string{run.Standard: "", run.StepDown: "", run.PortRebind: "", run.NATRebind: "",
-			run.MigrateBack: "ngtcp2 0.12.1's example client changes its local address once (--change-local-addr arms a one-shot timer, examples/client.cc start_change_local_addr_timer) and has no way to return to a previous address"},
+			run.MigrateBack: "ngtcp2's example client changes its local address once (--change-local-addr arms a one-shot timer, examples/client.cc start_change_local_addr_timer, in 0.12.1 as in v1.25) and has no way to return to a previous address"},
 		CCs: []string{"cubic", "reno", "bbr", "bbr2"}, DefaultCC: "cubic",
-		CCWhy: "the choices of ngtcp2 0.12.1's gtlsserver/gtlsclient --cc",
+		CCWhy: "the choices of ngtcp2's gtlsserver/gtlsclient --cc",
 	}
 }
 
-// Check verifies both executables and the Debian package versions against
-// data/implementations.json's live_version.
+// Check verifies the executables: for a build, its cached outputs (built
+// now if needed, sha256 against build.json); with --system, the Debian
+// packages' versions against SystemVersion.
 func (h *Harness) Check(ctx context.Context) (run.Binaries, error) {
-	im, err := data.Lookup("ngtcp2")
+	if h.System {
+		return h.checkSystem(ctx)
+	}
+	a, _, err := h.ensure(ctx)
 	if err != nil {
 		return nil, err
 	}
-	want := im.LiveVersion
+	ver, err := builtVersion(a)
+	if err != nil {
+		return nil, err
+	}
+	src := fmt.Sprintf("ngtcp2 %s (NGTCP2_VERSION, lib/includes/ngtcp2/version.h of the build), nghttp3 %s; build.json in %s", a.Commit, a.Deps["nghttp3"], a.Dir)
+	var out run.Binaries
+	for _, b := range []struct{ role, out string }{{"client", OutClient}, {"server", OutServer}, {"library", OutLib}, {"library", OutCrypto}, {"library", OutNghttp3}} {
+		v := ver
+		if b.out == OutNghttp3 {
+			v = a.Deps["nghttp3"]
+		}
+		bin, err := run.FileBinary(b.role, a.Path(b.out), v, src)
+		if err != nil && b.role == "library" {
+			// Libraries are not executable; record them by hash alone.
+			st, serr := os.Stat(a.Path(b.out))
+			if serr != nil {
+				return nil, serr
+			}
+			bin = run.Binary{Role: b.role, Path: a.Path(b.out), Size: st.Size(), SHA256: a.SHA256[b.out], Version: v, VersionSource: src}
+			err = nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if bin.SHA256 != a.SHA256[b.out] {
+			return nil, fmt.Errorf("ngtcp2 %s %s has sha256 %s, build.json in %s records %s", b.role, bin.Path, bin.SHA256, a.Dir, a.SHA256[b.out])
+		}
+		out = append(out, bin)
+	}
+	return out, nil
+}
+
+var reVersionH = regexp.MustCompile(`#define NGTCP2_VERSION "([^"]+)"`)
+
+// builtVersion is "<NGTCP2_VERSION>+<commit12>" of a build.
+func builtVersion(a *upstream.Artifact) (string, error) {
+	p := filepath.Join(a.BuildDir, "ngtcp2", "lib", "includes", "ngtcp2", "version.h")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", fmt.Errorf("ngtcp2 build %s: %w", a.Dir, err)
+	}
+	m := reVersionH.FindSubmatch(b)
+	if m == nil {
+		return "", fmt.Errorf("%s defines no NGTCP2_VERSION", p)
+	}
+	return string(m[1]) + "+" + a.Commit[:12], nil
+}
+
+func (h *Harness) checkSystem(ctx context.Context) (run.Binaries, error) {
+	want := SystemVersion
 	var out run.Binaries
 	for _, b := range []struct{ role, path, pkg string }{
 		{"client", h.Client, "ngtcp2-client"},
@@ -84,8 +211,8 @@ func (h *Harness) Check(ctx context.Context) (run.Binaries, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ngtcp2 %s: %w; install with `%s`", b.role, err, InstallHint)
 		}
-		if want != "" && !strings.HasPrefix(v, want+"+") && !strings.HasPrefix(v, want+"-") && v != want {
-			return nil, fmt.Errorf("ngtcp2 %s: package %s is version %s, expected %s (data/implementations.json live_version); install with `%s`", b.role, b.pkg, v, want, InstallHint)
+		if !strings.HasPrefix(v, want+"+") && !strings.HasPrefix(v, want+"-") && v != want {
+			return nil, fmt.Errorf("ngtcp2 %s: package %s is version %s, expected %s (--system); install with `%s`", b.role, b.pkg, v, want, InstallHint)
 		}
 		bin, err := run.FileBinary(b.role, b.path, v, "dpkg-query -W "+b.pkg)
 		if err != nil {
@@ -124,14 +251,42 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	if migrateAt <= FlipLead {
 		return res, fmt.Errorf("migrate-at %s must exceed the %s route-flip lead", migrateAt, FlipLead)
 	}
-	if bins, err := h.Check(ctx); err != nil {
+	bins, err := h.Check(ctx)
+	if err != nil {
 		return res, err
-	} else {
-		for _, b := range bins {
-			if b.Role == "server" {
+	}
+	client, server := h.Client, h.Server
+	for _, b := range bins {
+		switch b.Role {
+		case "server":
+			server = b.Path
+			res.Version = b.Version
+			if h.System {
 				res.Version = strings.SplitN(b.Version, "+", 2)[0]
 			}
+		case "client":
+			client = b.Path
 		}
+	}
+	sLine := "ngtcp2 " + SystemVersion + " recomputes the window from settings.max_tx_udp_payload_size at reset, lib/ngtcp2_conn.c conn_reset_conn_stat_cc"
+	if h.System {
+		res.Settings["build"] = "debian-package"
+		// The packages are the v0.12.1 release: its tag, when a checkout
+		// has it, is the code that ran (the constants are read there).
+		if snap, err := upstream.Open(upstream.Source{Impl: "ngtcp2", Upstream: Upstream, Commit: "v" + SystemVersion}); err == nil {
+			res.Settings[run.LiveCommitSetting] = snap.Commit()
+		} else {
+			res.Notes = append(res.Notes, "no ngtcp2 checkout with tag v"+SystemVersion+": the analysis uses the pin's constants ("+err.Error()+")")
+		}
+	} else {
+		a, p, err := h.ensure(ctx)
+		if err != nil {
+			return res, err
+		}
+		for k, v := range settings(a, p) {
+			res.Settings[k] = v
+		}
+		sLine = "ngtcp2 " + res.Version + ", built from " + a.Source
 	}
 	res.BodyBytes = size
 	res.Settings["cc"] = cc
@@ -139,7 +294,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	res.Settings["body_bytes"] = strconv.FormatInt(size, 10)
 	res.Settings["change_local_addr"] = migrateAt.String()
 	res.Settings["route_flip_lead"] = FlipLead.String()
-	res.Params = map[string]run.Param{"S": {Value: MaxUDPPayload, Source: fmt.Sprintf("gtlsserver --max-udp-payload-size=%d (this run's setting; ngtcp2 0.12.1 recomputes the window from settings.max_tx_udp_payload_size at reset, lib/ngtcp2_conn.c conn_reset_conn_stat_cc)", MaxUDPPayload)}}
+	res.Params = map[string]run.Param{"S": {Value: MaxUDPPayload, Source: fmt.Sprintf("gtlsserver --max-udp-payload-size=%d (this run's setting; %s)", MaxUDPPayload, sLine)}}
 
 	keyPath, certPath, err := run.WriteSelfSigned(env.Dir)
 	if err != nil {
@@ -160,7 +315,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		"--max-dyn-length=" + strconv.FormatInt(size, 10),
 		"-d", htdocs, "--timeout=30s",
 		srvIP, strconv.Itoa(Port), keyPath, certPath}
-	srvCmd := env.Net.Command(ctx, env.Net.ServerNS(), h.Server, srvArgs...)
+	srvCmd := env.Net.Command(ctx, env.Net.ServerNS(), server, srvArgs...)
 	if env.KeyLog != "" {
 		// GnuTLS (not the example program) writes the NSS key log named by
 		// SSLKEYLOGFILE.
@@ -193,7 +348,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	uri := fmt.Sprintf("https://%s/%d", net.JoinHostPort(srvIP, strconv.Itoa(Port)), size)
 	cliArgs = append(cliArgs, srvIP, strconv.Itoa(Port), uri)
 	cli, err := run.Start(run.ProcSpec{Role: "client", NS: env.Net.ClientNS(), Dir: env.Dir, GzipStderr: true,
-		Cmd: env.Net.Command(ctx, env.Net.ClientNS(), h.Client, cliArgs...),
+		Cmd: env.Net.Command(ctx, env.Net.ClientNS(), client, cliArgs...),
 		OnStderr: func(line string) {
 			if strings.HasPrefix(line, "Negotiated cipher suite") {
 				hsOnce.Do(func() {
@@ -287,7 +442,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	if ignored > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("client logged %d × \"con ignore packet from unknown path\": after the change it drops what still arrives at its old address", ignored))
 		if env.Scenario == run.NATRebind {
-			res.Notes = append(res.Notes, "nat-rebind in a download: ngtcp2 0.12.1's example client (--nat-rebinding) switches its local address without sending anything; as a pure receiver it only sends in response to packets it accepts, and it now ignores every packet arriving at the old address, so unless an ACK is still pending nothing leaves the new address and the server never sees the rebinding")
+			res.Notes = append(res.Notes, "nat-rebind in a download: ngtcp2's example client (--nat-rebinding) switches its local address without sending anything; as a pure receiver it only sends in response to packets it accepts, and it now ignores every packet arriving at the old address, so unless an ACK is still pending nothing leaves the new address and the server never sees the rebinding")
 		}
 	}
 	got := int64(-1)
@@ -356,4 +511,10 @@ func waitUDPListen(ctx context.Context, env run.RepEnv, ip string, port int, srv
 	return fmt.Errorf("gtlsserver not listening on %s:%d after 10 s", ip, port)
 }
 
-func init() { run.Register("ngtcp2", func() run.Harness { return New() }) }
+func init() {
+	run.Register("ngtcp2", func() run.Harness {
+		h := New()
+		h.SetLog(func(s string) { fmt.Fprintln(os.Stderr, "migaudit: "+s) })
+		return h
+	})
+}

@@ -13,23 +13,73 @@ import (
 	"sync"
 	"time"
 
+	"github.com/migaudit/migaudit/audit/gitsrc"
 	"github.com/migaudit/migaudit/data"
 	"github.com/migaudit/migaudit/harnesses/run"
+	"github.com/migaudit/migaudit/harnesses/upstream"
 )
 
 // Port the server listens on inside the server namespace.
 const Port = 4433
 
-// Harness runs quic-go's client and server as migaudit's own hidden
-// subcommands.
+// Harness runs quic-go's client and server: built against a quic-go
+// checkout (--source/--commit, or the pin from $MIGAUDIT_MIRRORS) as the
+// program of build.go, else as migaudit's own hidden subcommands with the
+// quic-go module linked into migaudit.
 type Harness struct {
 	// Exe is the migaudit executable to re-execute; empty means
 	// RepEnv.SelfExe, then os.Executable.
 	Exe string
+
+	log     func(string)
+	mu      sync.Mutex
+	opts    upstream.Options
+	fromSrc bool // build against a checkout
+	built   *upstream.Artifact
+	version string
 }
 
 // New returns the quic-go harness.
-func New() *Harness { return &Harness{} }
+func New() *Harness { return &Harness{log: func(string) {}} }
+
+// ConfigureUpstream takes --source and --commit. With neither, the pin is
+// built when a checkout of quic-go is found ($MIGAUDIT_MIRRORS, the user
+// cache); with no checkout at all the module linked into migaudit runs.
+func (h *Harness) ConfigureUpstream(o upstream.Options) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := NewRecipe(o)
+	if err != nil {
+		if upstream.IsNoSource(err) && o.Source == "" && o.Commit == "" && len(o.Deps) == 0 {
+			v, _ := QuicGoVersion()
+			h.log(fmt.Sprintf("quic-go: no checkout found; running the module linked into migaudit (%s)", v))
+			h.fromSrc = false
+			return nil
+		}
+		return err
+	}
+	h.opts, h.fromSrc, h.built = o, true, nil
+	return nil
+}
+
+// ensure builds or reuses the harness program.
+func (h *Harness) ensure(ctx context.Context) (*upstream.Artifact, string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.built != nil {
+		return h.built, h.version, nil
+	}
+	a, err := Ensure(ctx, h.opts, upstream.LineWriter(h.log))
+	if err != nil {
+		return nil, "", err
+	}
+	repo, err := gitsrc.Open(a.Source)
+	if err != nil {
+		return nil, "", err
+	}
+	h.built, h.version = a, Describe(repo, a.Commit)
+	return a, h.version, nil
+}
 
 func (h *Harness) Name() string { return "quic-go" }
 
@@ -58,6 +108,21 @@ func (h *Harness) exe(env *run.RepEnv) (string, error) {
 // Check verifies that the migaudit executable that will run the client and
 // server was built against the quic-go version pinned for live runs.
 func (h *Harness) Check(ctx context.Context) (run.Binaries, error) {
+	if h.fromSrc {
+		a, v, err := h.ensure(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b, err := run.FileBinary("client+server", a.Path(OutHarness), v,
+			fmt.Sprintf("quic-go %s built from %s (go.mod replace); build.json in %s", a.Commit, a.Source, a.Dir))
+		if err != nil {
+			return nil, err
+		}
+		if b.SHA256 != a.SHA256[OutHarness] {
+			return nil, fmt.Errorf("quic-go harness %s has sha256 %s, build.json in %s records %s", b.Path, b.SHA256, a.Dir, a.SHA256[OutHarness])
+		}
+		return run.Binaries{b}, nil
+	}
 	exe, err := h.exe(nil)
 	if err != nil {
 		return nil, fmt.Errorf("quic-go harness: locate migaudit executable: %w", err)
@@ -85,15 +150,36 @@ func (h *Harness) Check(ctx context.Context) (run.Binaries, error) {
 // RunRep runs one download with a migration.
 func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, error) {
 	res := run.RepResult{Settings: map[string]string{}}
-	exe, err := h.exe(&env)
-	if err != nil {
-		return res, err
+	var exe string
+	var pre, srvExtra []string
+	if h.fromSrc {
+		a, v, err := h.ensure(ctx)
+		if err != nil {
+			return res, err
+		}
+		exe, res.Version = a.Path(OutHarness), v
+		for k, val := range buildSettings(a, v) {
+			res.Settings[k] = val
+		}
+		keyPath, certPath, err := run.WriteSelfSigned(env.Dir)
+		if err != nil {
+			return res, err
+		}
+		srvExtra = []string{"--cert", certPath, "--key", keyPath}
+	} else {
+		var err error
+		exe, err = h.exe(&env)
+		if err != nil {
+			return res, err
+		}
+		v, _, err := exeQuicGoVersion(exe)
+		if err != nil {
+			return res, fmt.Errorf("quic-go harness: %s: %w", exe, err)
+		}
+		res.Version = v
+		res.Settings["build"] = "module-proxy"
+		pre = []string{"__harness", "quic-go"}
 	}
-	v, _, err := exeQuicGoVersion(exe)
-	if err != nil {
-		return res, fmt.Errorf("quic-go harness: %s: %w", exe, err)
-	}
-	res.Version = v
 	res.Settings["cc"] = "reno (quic-go's only controller)"
 	res.Settings["initial_packet_size"] = strconv.Itoa(InitialPacketSize)
 	res.Params = map[string]run.Param{"S": {Value: InitialPacketSize, Source: "quic.Config.InitialPacketSize = 1280 set by the harness on both ends; quic-go's reset (connection.go MigratedPath) uses it as the max datagram size"}}
@@ -105,9 +191,10 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	var mu sync.Mutex
 	listening := make(chan struct{})
 	var once sync.Once
-	srvCmd := env.Net.Command(ctx, env.Net.ServerNS(), exe, "__harness", "quic-go", "server",
+	srvArgs := append(append([]string{}, pre...), "server",
 		"--listen", srvAddr, "--qlog", filepath.Join(env.Dir, "server.sqlog"),
 		"--linger", "10s", "--keylog", env.KeyLog)
+	srvCmd := env.Net.Command(ctx, env.Net.ServerNS(), exe, append(srvArgs, srvExtra...)...)
 	if env.KeyLog != "" {
 		res.KeyLogBy = "server"
 	}
@@ -142,7 +229,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	}
 
 	var doneBytes int64
-	cliCmd := env.Net.Command(ctx, env.Net.ClientNS(), exe, "__harness", "quic-go", "client",
+	cliCmd := env.Net.Command(ctx, env.Net.ClientNS(), exe, append(append([]string{}, pre...), "client",
 		"--server", srvAddr,
 		"--local-a", env.Net.ClientAddr(run.PathA).String(),
 		"--local-b", env.Net.ClientAddr(run.PathB).String(),
@@ -151,7 +238,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		"--migrate-at", env.Plan.MigrateAt().String(),
 		"--back-after", env.Plan.BackAfter().String(),
 		"--qlog", filepath.Join(env.Dir, "client.sqlog"),
-		"--timeout", env.Plan.ClientGiveUp.String())
+		"--timeout", env.Plan.ClientGiveUp.String())...)
 	cli, err := run.Start(run.ProcSpec{Role: "client", NS: env.Net.ClientNS(), Cmd: cliCmd, Dir: env.Dir,
 		OnStdout: func(line string) {
 			var ev Event
@@ -219,4 +306,10 @@ func vOrUnknown() string {
 	return "(unknown version)"
 }
 
-func init() { run.Register("quic-go", func() run.Harness { return New() }) }
+func init() {
+	run.Register("quic-go", func() run.Harness {
+		h := New()
+		h.log = func(s string) { fmt.Fprintln(os.Stderr, "migaudit: "+s) }
+		return h
+	})
+}

@@ -1,12 +1,6 @@
 package quicgo
 
-import (
-	"crypto/tls"
-
-	"github.com/migaudit/migaudit/harnesses/run"
-)
-
-func selfSigned() (tls.Certificate, error) { return run.SelfSignedTLS() }
+import "crypto/tls"
 
 func serverTLS(cert tls.Certificate) *tls.Config {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{ALPN}, MinVersion: tls.VersionTLS13}

@@ -343,7 +343,8 @@ func analyse(trace, impl string, sc Scenario, res RepResult, netw pathRTTs) (dis
 		// apart, only the path's own RTT versus the estimator's default.
 		oldRTT, newRTT = 0, netw.PathRTT(PathA)
 	}
-	opt := discriminator.Options{Impl: impl, Params: params, OldPathRTT: oldRTT, NewPathRTT: newRTT, CC: res.Settings["cc"]}
+	atCommit, constWarn := liveConstants(impl, res)
+	opt := discriminator.Options{Impl: impl, Params: params, OldPathRTT: oldRTT, NewPathRTT: newRTT, CC: res.Settings["cc"], Constants: atCommit}
 	// The repetition's own capture and key log, when it has them, decide
 	// Q3 through the packet (docs/wire-reader.md); an unreadable capture
 	// leaves Q3 to values and says why.
@@ -357,6 +358,9 @@ func analyse(trace, impl string, sc Scenario, res RepResult, netw pathRTTs) (dis
 	}
 	if wireErr != nil {
 		a.Warnings = append(a.Warnings, "wire evidence not used: "+wireErr.Error())
+	}
+	if constWarn != "" {
+		a.Warnings = append(a.Warnings, constWarn)
 	}
 	if sc != MigrateBack || !a.Migration.Found {
 		return a, nil, nil
@@ -401,7 +405,7 @@ func analyse(trace, impl string, sc Scenario, res RepResult, netw pathRTTs) (dis
 		}
 	}
 	rest.Source = tl.Source + " (after " + fmt.Sprint(cut/1000) + " ms: the return to path A)"
-	r, err := discriminator.Analyze(&rest, discriminator.Options{Impl: impl, Params: params, OldPathRTT: newRTT, NewPathRTT: oldRTT, CC: res.Settings["cc"]})
+	r, err := discriminator.Analyze(&rest, discriminator.Options{Impl: impl, Params: params, OldPathRTT: newRTT, NewPathRTT: oldRTT, CC: res.Settings["cc"], Constants: atCommit})
 	if err != nil {
 		return a, nil, nil
 	}

@@ -176,6 +176,7 @@ func locate(src Source) (*gitsrc.Repo, error) {
 var toolPackage = map[string]string{
 	"cmake": "cmake", "cc": "gcc", "gcc": "gcc", "c++": "g++", "g++": "g++", "make": "make",
 	"ninja": "ninja-build", "pkg-config": "pkg-config", "perl": "perl", "clang": "clang",
+	"clang-19": "clang-19", "clang++-19": "clang-19",
 }
 
 // CheckTools verifies the executables and Debian packages a recipe needs and
@@ -530,15 +531,27 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// last returns the last three error lines of the output kept (a compiler's
+// "error:", CMake's "CMake Error"), else its last three lines: make's own
+// closing lines ("*** [...] Error 2") only say that something failed.
 func (t *tailBuffer) last() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
-	var keep []string
-	for i := len(lines) - 1; i >= 0 && len(keep) < 3; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			keep = append([]string{l}, keep...)
+	pick := func(want func(string) bool) []string {
+		var keep []string
+		for i := len(lines) - 1; i >= 0 && len(keep) < 3; i-- {
+			if l := strings.TrimSpace(lines[i]); l != "" && want(l) {
+				keep = append([]string{l}, keep...)
+			}
 		}
+		return keep
+	}
+	keep := pick(func(l string) bool {
+		return strings.Contains(l, "error:") || strings.Contains(l, "CMake Error") || strings.Contains(l, "undefined reference")
+	})
+	if len(keep) == 0 {
+		keep = pick(func(string) bool { return true })
 	}
 	return strings.Join(keep, " | ")
 }
@@ -554,6 +567,13 @@ type Options struct {
 // `migaudit run` calls ConfigureUpstream before Check.
 type Configurable interface {
 	ConfigureUpstream(o Options) error
+}
+
+// SystemPackager is implemented by harnesses that can run a distribution's
+// package instead of a build from a checkout; `migaudit run --system` calls
+// UseSystemPackage before ConfigureUpstream.
+type SystemPackager interface {
+	UseSystemPackage() error
 }
 
 // ParseDeps parses --dep flags "name=DIR".
@@ -593,3 +613,25 @@ func CheckDeps(impl string, deps map[string]string, known ...string) error {
 // IsNoSource reports whether err says a repository could not be found (the
 // condition under which tests skip).
 func IsNoSource(err error) bool { return errors.Is(err, mirrors.ErrNoSource) }
+
+// LineWriter is an io.Writer that hands each line written to it to a
+// function (a harness's build-progress log).
+type LineWriter func(string)
+
+func (w LineWriter) Write(p []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		w(l)
+	}
+	return len(p), nil
+}
+
+// ToolsLine is the build's tools and packages as "name=version; …",
+// sorted, for a manifest.
+func (a *Artifact) ToolsLine() string {
+	var tools []string
+	for k, v := range a.Tools {
+		tools = append(tools, k+"="+v)
+	}
+	sort.Strings(tools)
+	return strings.Join(tools, "; ")
+}

@@ -198,3 +198,21 @@ func TestParseDeps(t *testing.T) {
 		t.Errorf("CheckDeps: %v", err)
 	}
 }
+
+func TestTailBufferLast(t *testing.T) {
+	for _, tc := range []struct{ name, out, want string }{
+		{"compiler error before make's lines",
+			"a.cc:35:10: fatal error: print: No such file or directory\n   35 | #include <print>\ngmake[2]: *** [x] Error 2\ngmake: *** [y] Error 2\n",
+			"a.cc:35:10: fatal error: print: No such file or directory"},
+		{"no error line: the last three", "one\ntwo\n\nthree\nfour\n", "two | three | four"},
+		{"cmake", "-- ok\nCMake Error at CMakeLists.txt:141 (find_package):\n  Could not find GnuTLS\n", "CMake Error at CMakeLists.txt:141 (find_package):"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b tailBuffer
+			_, _ = b.Write([]byte(tc.out))
+			if got := b.last(); got != tc.want {
+				t.Fatalf("last() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

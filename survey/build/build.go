@@ -45,6 +45,9 @@ type Options struct {
 	AllowPartial bool
 	// Audit runs the source audit; nil means audit.Audit.
 	Audit func(ctx context.Context, im data.Implementation, source string) ([]audit.Finding, error)
+	// AuditAt runs the source audit at a commit other than the pin (the
+	// live code's); nil means audit.Audit.
+	AuditAt func(ctx context.Context, im data.Implementation, source, rev string) ([]audit.Finding, error)
 }
 
 // hooks names the migration reset hook whose reachability the survey
@@ -63,6 +66,15 @@ func Run(ctx context.Context, o Options, w io.Writer) (*survey.Survey, error) {
 	if o.Audit == nil {
 		o.Audit = func(ctx context.Context, im data.Implementation, source string) ([]audit.Finding, error) {
 			r, err := audit.Audit(ctx, im, source, "")
+			if r != nil {
+				return r.Findings, err
+			}
+			return nil, err
+		}
+	}
+	if o.AuditAt == nil {
+		o.AuditAt = func(ctx context.Context, im data.Implementation, source, rev string) ([]audit.Finding, error) {
+			r, err := audit.Audit(ctx, im, source, rev)
 			if r != nil {
 				return r.Findings, err
 			}
@@ -194,6 +206,17 @@ func buildImpl(ctx context.Context, o Options, pin data.Implementation, reps []r
 	}
 	im.Live = live
 	im.Notes = append(im.Notes, notes...)
+	if live != nil && live.Origin == survey.OwnRuns {
+		lc, notes, err := liveCodeOf(o, pin, reps)
+		if err != nil {
+			return im, err
+		}
+		im.LiveCode = lc
+		im.Notes = append(im.Notes, notes...)
+		la, notes := liveAuditOf(ctx, o, pin, lc, im.Answers)
+		im.LiveAudit = la
+		im.Notes = append(im.Notes, notes...)
+	}
 	fc, notes, err := fixCheck(o, pin, w)
 	if err != nil {
 		return im, err

@@ -90,6 +90,9 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 	if im.LiveVersion != "" {
 		p("| Version run live | %s |\n", im.LiveVersion)
 	}
+	if lc := im.LiveCode; lc != nil {
+		p("| Code run live | %s |\n", liveCodeText(im, lc))
+	}
 	p("| Language | %s |\n", im.Language)
 	if im.Live != nil {
 		p("| Live evidence | %s (%s) |\n", im.Live.Summary, originText(im.Live.Origin))
@@ -136,6 +139,37 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 		}
 		if len(a.Evidence) > 0 {
 			p("Source at `%s`:\n\n", im.Commit[:12])
+			for _, e := range a.Evidence {
+				p("- [`%s:%d`](%s)%s — `%s`%s\n", e.Path, e.Line, e.Permalink, kindText(e.Kind), strings.TrimSpace(e.Excerpt), noteText(e.Note))
+			}
+			p("\n")
+		}
+	}
+	if la := im.LiveAudit; la != nil {
+		p("## Audit at the commit that ran live, `%s`\n\n", la.Commit[:12])
+		p("The live runs ran [`%s`](%s/tree/%s), not the audited commit `%s`. The source audit at that commit, against which the live answers below are compared:\n\n", la.Commit[:12], im.Upstream, la.Commit, im.Commit[:12])
+		p("| Question | At the audited commit | At the live commit | Live | Agreement at the live commit |\n|---|---|---|---|---|\n")
+		for _, a := range la.Answers {
+			pin := ""
+			if pa := im.Answer(a.Question); pa != nil {
+				pin = pa.SourceAnswer
+			}
+			p("| %s | %s | %s | %s | %s |\n", a.Question, dash(pin), dash(a.SourceAnswer), dash(a.LiveAnswer), a.Agreement)
+		}
+		if len(la.Differences) == 0 {
+			p("\nBoth audits answer every question alike.\n\n")
+		} else {
+			p("\n**The two audits differ**:")
+			for _, d := range la.Differences {
+				p(" %s is %s at the audited commit and %s at the live one;", d.Question, d.Pin, d.Live)
+			}
+			p("\n\n")
+		}
+		for _, a := range la.Answers {
+			if len(a.Evidence) == 0 {
+				continue
+			}
+			p("%s at `%s`:\n\n", a.Question, la.Commit[:12])
 			for _, e := range a.Evidence {
 				p("- [`%s:%d`](%s)%s — `%s`%s\n", e.Path, e.Line, e.Permalink, kindText(e.Kind), strings.TrimSpace(e.Excerpt), noteText(e.Note))
 			}
@@ -375,4 +409,25 @@ func capital(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// liveCodeText says which code the live runs ran and whether it is the
+// audited commit.
+func liveCodeText(im *survey.Implementation, lc *survey.LiveCode) string {
+	what := map[string]string{survey.BuildFromCheckout: "built from the checkout", survey.BuildDebian: "Debian package",
+		survey.BuildNPM: "npm binding", survey.BuildModuleProxy: "Go module from the proxy"}[lc.Build]
+	if what == "" {
+		what = lc.Build
+	}
+	if lc.Tag != "" {
+		what = lc.Tag + ", " + what
+	}
+	if lc.Commit == "" {
+		return what + " (commit not resolved)"
+	}
+	same := "the audited commit"
+	if lc.Commit != im.Commit {
+		same = "**not** the audited commit: see the audit at the live commit below"
+	}
+	return fmt.Sprintf("[`%s`](%s/tree/%s) (%s) — %s", lc.Commit[:12], im.Upstream, lc.Commit, what, same)
 }

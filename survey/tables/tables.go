@@ -58,18 +58,26 @@ func ComplianceTable(s *survey.Survey) Table {
 	for i := range s.Implementations {
 		im := &s.Implementations[i]
 		t.Rows = append(t.Rows, []string{im.Name, im.Language, shortCommit(im.Commit),
-			DisplayAnswer(im.Answer("Q1")), DisplayAnswer(im.Answer("Q2")), DisplayAnswer(im.Answer("Q3")), repsCell(im.Live)})
+			DisplayAnswer(im.Answer("Q1")), DisplayAnswer(im.Answer("Q2")), DisplayAnswer(im.Answer("Q3")), repsCell(im)})
 	}
 	return t
 }
 
-func repsCell(l *survey.Live) string {
+// repsCell is the number of live repetitions and, when they ran other
+// code than the commit in the row, which ("5 (live: 0.18.0 28ef289f)"): the
+// answers in the row are the audit's at Commit, the live half is of that
+// code (the entry's live_audit compares the two).
+func repsCell(im *survey.Implementation) string {
+	l := im.Live
 	if l == nil || len(l.Repetitions) == 0 {
 		return "0"
 	}
 	n := strconv.Itoa(l.Retained)
 	if l.Origin == survey.Reference {
 		n += " (reference)"
+	}
+	if lc := im.LiveCode; lc != nil && lc.Commit != "" && lc.Commit != im.Commit {
+		n += " (live: " + strings.TrimSpace(lc.Tag+" "+shortCommit(lc.Commit)) + ")"
 	}
 	return n
 }

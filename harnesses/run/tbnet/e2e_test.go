@@ -50,7 +50,7 @@ func TestEndToEnd(t *testing.T) {
 		h     run.Harness
 		needs func() error
 	}{
-		{"ngtcp2", ngtcp2.New(), func() error { _, err := ngtcp2.New().Check(context.Background()); return err }},
+		{"ngtcp2", ngtcp2.NewSystem(), func() error { _, err := ngtcp2.NewSystem().Check(context.Background()); return err }},
 		{"quic-go", nil, nil},
 	}
 	for _, tc := range tests {
