@@ -53,10 +53,11 @@ const (
 
 // Harness builds quicly from source and runs qlyharness.
 type Harness struct {
-	opts  upstream.Options
-	log   func(string)
-	mu    sync.Mutex
-	built *Built
+	opts      upstream.Options
+	log       func(string)
+	mu        sync.Mutex
+	built     *Built
+	constants string // where the discriminator's constants come from (ConstantsAt)
 }
 
 // New returns the harness; log receives build progress lines.
@@ -102,6 +103,9 @@ func (h *Harness) ensure(ctx context.Context) (*Built, error) {
 	}
 	b, err := Ensure(ctx, h.opts, logWriter(h.log))
 	if err != nil {
+		return nil, err
+	}
+	if h.constants, err = ConstantsAt(ctx, h.opts.Source, b.Lib.Commit); err != nil {
 		return nil, err
 	}
 	h.built = b
@@ -201,6 +205,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	for k, v := range b.settings() {
 		res.Settings[k] = v
 	}
+	res.Settings["constants"] = h.constants
 	bin := b.Harness.Path(Binary)
 	if v, err := version(ctx, bin); err == nil {
 		res.Version = v
