@@ -26,7 +26,8 @@ var quiclyEpochs = [...]string{"initial", "0rtt", "handshake", "application_data
 //	{"module":"quicly","type":"cc_ack_received",…,"largest_acked":14,"bytes_acked":15360,"cwnd":30080,"inflight":0}
 //	{"module":"qlyharness","type":"rtt","time_us":1796404528765830,"min_rtt":3,"smoothed_rtt":3,"rttvar":1,"latest_rtt":3,"cwnd":14720}
 //
-// Times are µs from the first record's millisecond. The log has no RTT
+// Times are µs from the first record's millisecond; the harness's lines are
+// put on quicly's millisecond grid so the events stay in time order. The log has no RTT
 // samples of its own: the harness's rtt lines (quicly_get_stats after each
 // datagram that changed the estimator or the window, values in ms) become
 // samples. An ACK frame is the ack_block_received lines before its
@@ -60,8 +61,9 @@ func parseQuicly(in *input, h timeline.Handler) error {
 		return fmt.Errorf("parse %s: no quicly event log records (\"module\":\"quicly\" or \"qlyharness\") found", in.name)
 	}
 	p.meta.Notes = append(p.meta.Notes,
-		"quicly's event log times are whole milliseconds; the harness's lines are µs",
+		"times are whole milliseconds (quicly's event log); the harness's µs times are truncated to the millisecond",
 		"RTT samples are the harness's quicly_get_stats readings after each datagram that changed the estimator or window (quicly's values are whole ms)",
+		"min RTT 4294967295 (quicly_rtt_init's no-sample value, also after promote_path) is reported as 0; a latest RTT of 0 (no sample yet) is left out",
 		"no path ids: quicly keeps one congestion controller and RTT estimator per connection; path changes are path events",
 		"datagram events appear only where a datagram's addresses differ from the previous one in the same direction")
 	h.Meta(p.meta)
@@ -97,7 +99,10 @@ func (p *quiclyParser) record(line []byte) error {
 		if err != nil {
 			return err
 		}
-		us = v
+		// On quicly's millisecond grid: quicly stamps its events with the
+		// millisecond its receive or send call began (stash.now), so a
+		// harness line's exact µs would sort after events of the same ms.
+		us = v / 1000 * 1000
 	case head[2].Exists():
 		v, err := intField(head[2], "time")
 		if err != nil {
@@ -264,9 +269,10 @@ func (p *quiclyParser) harness(typ string, line []byte, get func(string) (int64,
 		}
 		var s timeline.Sample
 		s.TimeUS = p.t
-		if v[0] != quiclyNoRTT {
-			s.Set(timeline.FieldMinRTT, v[0]*1000)
+		if v[0] == quiclyNoRTT {
+			v[0] = 0 // no sample since quicly_rtt_init: reported, as 0 (msquic's parser does the same)
 		}
+		s.Set(timeline.FieldMinRTT, v[0]*1000)
 		s.Set(timeline.FieldSmoothedRTT, v[1]*1000)
 		s.Set(timeline.FieldRTTVar, v[2]*1000)
 		if v[3] > 0 {

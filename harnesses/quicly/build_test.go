@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,4 +40,31 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// TestMissingPicotls: with a mirror of quicly but none of picotls, the build
+// stops with one line naming picotls and how to get it.
+func TestMissingPicotls(t *testing.T) {
+	mirrors := os.Getenv("MIGAUDIT_MIRRORS")
+	if mirrors == "" {
+		t.Skip("MIGAUDIT_MIRRORS not set: no quicly mirror (CI has none)")
+	}
+	only := t.TempDir()
+	if err := os.Symlink(filepath.Join(mirrors, "h2o+quicly"), filepath.Join(only, "h2o+quicly")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MIGAUDIT_MIRRORS", only)
+	t.Setenv("MIGAUDIT_BUILD_CACHE", t.TempDir())
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // no cached clones either
+	_, err := Ensure(context.Background(), upstream.Options{}, nil)
+	if err == nil {
+		t.Fatal("built without picotls")
+	}
+	msg := err.Error()
+	t.Log(msg)
+	for _, want := range []string{"picotls", "--dep picotls=DIR", "git clone --mirror https://github.com/h2o/picotls"} {
+		if !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+			t.Errorf("error %q: want one line containing %q", msg, want)
+		}
+	}
 }
