@@ -81,7 +81,9 @@ func TestMalformed(t *testing.T) {
 		{file: "quicly_bad_json_mid.jsonl", want: []string{"not a JSON object"},
 			wantPos: func(raw []byte) string { return at(raw, `{"module":"quicly","type":"cc_ack_received","time":1001`) }},
 		{file: "quicly_truncated.jsonl", warn: true, samples: 2,
-			wantPos: func(raw []byte) string { return at(raw, `{"module":"quicly","type":"cc_ack_received","tid":1,"time":1003`) }},
+			wantPos: func(raw []byte) string {
+				return at(raw, `{"module":"quicly","type":"cc_ack_received","tid":1,"time":1003`)
+			}},
 		{file: "quicly_rtt_not_number.jsonl", want: []string{`rtt.min_rtt is "20ms", not a number`},
 			wantPos: func(raw []byte) string { return at(raw, `{"module":"qlyharness"`) }},
 		{file: "quicly_no_records.jsonl", format: FormatQuicly, want: []string{"no quicly event log records"}},
