@@ -495,6 +495,16 @@ int main(int argc, char **argv)
         ptls_openssl_init_sign_certificate(&sign_certificate, pkey);
         EVP_PKEY_free(pkey);
         tlsctx.sign_certificate = &sign_certificate.super;
+        /* Without a CID encryptor, quicly_is_destination matches a short-header
+         * packet to its connection by the peer's address only, so a packet
+         * from a migrated client matches nothing: the server needs one, as
+         * quicly's cli server sets (random key, src/cli.c). */
+        static char cid_key[17];
+        tlsctx.random_bytes(cid_key, sizeof(cid_key) - 1);
+        for (size_t i = 0; i < sizeof(cid_key) - 1; ++i)
+            cid_key[i] = 'a' + (uint8_t)cid_key[i] % 26;
+        ctx.cid_encryptor = quicly_new_default_cid_encryptor(&ptls_openssl_quiclb, &ptls_openssl_aes128ecb, &ptls_openssl_sha256,
+                                                             ptls_iovec_init(cid_key, sizeof(cid_key) - 1));
 
         struct sock s;
         if ((s.fd = udp_socket(srv_ip, port, &s.local)) < 0)
