@@ -63,6 +63,7 @@ func parseQuicly(in *input, h timeline.Handler) error {
 	p.meta.Notes = append(p.meta.Notes,
 		"times are whole milliseconds (quicly's event log); the harness's µs times are truncated to the millisecond",
 		"RTT samples are the harness's quicly_get_stats readings after each datagram that changed the estimator or window (quicly's values are whole ms)",
+		"an rtt line whose RTT values repeat the previous one's is a window change: only its cwnd is reported",
 		"min RTT 4294967295 (quicly_rtt_init's no-sample value, also after promote_path) is reported as 0; a latest RTT of 0 (no sample yet) is left out",
 		"no path ids: quicly keeps one congestion controller and RTT estimator per connection; path changes are path events",
 		"datagram events appear only where a datagram's addresses differ from the previous one in the same direction")
@@ -81,6 +82,9 @@ type quiclyParser struct {
 	carrier      int64
 	carrierSpace string
 	ranges       []timeline.Range
+	// lastRTT is the last rtt line's min, smoothed, variance and latest.
+	lastRTT [4]int64
+	haveRTT bool
 }
 
 var quiclyKeys = []string{"module", "type", "time", "time_us"}
@@ -269,6 +273,17 @@ func (p *quiclyParser) harness(typ string, line []byte, get func(string) (int64,
 		}
 		var s timeline.Sample
 		s.TimeUS = p.t
+		s.Set(timeline.FieldCwnd, v[4])
+		// The harness writes a line when the estimator or the window
+		// changed: a line whose RTT values repeat the previous line's is a
+		// window change, not an RTT sample (quicly's whole-ms values can
+		// also repeat on a real sample; that one is then not reported).
+		rtt := [4]int64{v[0], v[1], v[2], v[3]}
+		if p.haveRTT && rtt == p.lastRTT {
+			p.h.Sample(s)
+			return nil
+		}
+		p.lastRTT, p.haveRTT = rtt, true
 		if v[0] == quiclyNoRTT {
 			v[0] = 0 // no sample since quicly_rtt_init: reported, as 0 (msquic's parser does the same)
 		}
@@ -278,7 +293,6 @@ func (p *quiclyParser) harness(typ string, line []byte, get func(string) (int64,
 		if v[3] > 0 {
 			s.Set(timeline.FieldLatestRTT, v[3]*1000)
 		}
-		s.Set(timeline.FieldCwnd, v[4])
 		p.h.Sample(s)
 	case "datagram_sent", "datagram_received":
 		size, err := get("len")

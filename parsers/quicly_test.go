@@ -68,7 +68,12 @@ func TestQuiclyLog(t *testing.T) {
 	if s := rtt[1]; s.LatestRTTUS != 22000 || s.MinRTTUS != 22000 || s.TimeUS != 1796404528785000-ref {
 		t.Errorf("second rtt sample %+v: want 22 ms at %d µs", s, 1796404528785000-ref)
 	}
-	if s := rtt[2]; s.CwndBytes != 12800 {
-		t.Errorf("rtt sample after promote_path: cwnd %d, want 12800", s.CwndBytes)
+	if s := rtt[2]; s.CwndBytes != 12800 || s.MinRTTUS != 0 || s.Fields.Has(timeline.FieldLatestRTT) || s.SmoothedRTTUS != 22000 {
+		t.Errorf("rtt sample after promote_path %+v: want cwnd 12800, the old path's 22 ms as the seed, no sample yet", s)
+	}
+	// The last rtt line repeats the RTT values: a window change only.
+	last := tl.Samples[len(tl.Samples)-2]
+	if last.CwndBytes != 14080 || last.Fields != timeline.FieldCwnd {
+		t.Errorf("window-only rtt line became %+v, want cwnd 14080 and nothing else", last)
 	}
 }
