@@ -123,6 +123,18 @@ func (p *quiclyParser) record(line []byte) error {
 		p.t = us - p.ref
 	}
 	get := func(k string) (int64, error) { return intField(gjson.GetBytes(line, k), typ+"."+k) }
+	// ints reads integer fields, stopping at the first missing or malformed one.
+	ints := func(keys ...string) ([]int64, error) {
+		out := make([]int64, len(keys))
+		for i, k := range keys {
+			v, err := get(k)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
 	if mod == "qlyharness" {
 		return p.harness(typ, line, get)
 	}
@@ -132,11 +144,7 @@ func (p *quiclyParser) record(line []byte) error {
 	case "connect":
 		p.vantage("client")
 	case "packet_sent":
-		pn, err := get("pn")
-		if err != nil {
-			return err
-		}
-		size, err := get("len")
+		v, err := ints("pn", "len")
 		if err != nil {
 			return err
 		}
@@ -144,7 +152,7 @@ func (p *quiclyParser) record(line []byte) error {
 		if err != nil {
 			return err
 		}
-		e := timeline.Event{TimeUS: p.t, Kind: timeline.PacketSent, PacketNumber: pn, PacketSpace: sp, SizeBytes: size}
+		e := timeline.Event{TimeUS: p.t, Kind: timeline.PacketSent, PacketNumber: v[0], PacketSpace: sp, SizeBytes: v[1]}
 		if gjson.GetBytes(line, "ack_only").Bool() {
 			e.Detail = "ack_only"
 		}
@@ -161,66 +169,38 @@ func (p *quiclyParser) record(line []byte) error {
 		p.carrier, p.carrierSpace, p.ranges = pn, sp, p.ranges[:0]
 		p.h.Event(timeline.Event{TimeUS: p.t, Kind: timeline.PacketReceived, PacketNumber: pn, PacketSpace: sp})
 	case "ack_block_received":
-		b, err := get("ack_block_begin")
+		v, err := ints("ack_block_begin", "ack_block_end")
 		if err != nil {
 			return err
 		}
-		e, err := get("ack_block_end")
-		if err != nil {
-			return err
-		}
-		p.ranges = append(p.ranges, timeline.Range{First: b, Last: e})
+		p.ranges = append(p.ranges, timeline.Range{First: v[0], Last: v[1]})
 	case "cc_ack_received":
-		cwnd, err := get("cwnd")
-		if err != nil {
-			return err
-		}
-		inflight, err := get("inflight")
-		if err != nil {
-			return err
-		}
-		largest, err := get("largest_acked")
+		v, err := ints("cwnd", "inflight", "largest_acked")
 		if err != nil {
 			return err
 		}
 		ranges := p.ranges
 		if len(ranges) == 0 {
-			ranges = []timeline.Range{{First: largest, Last: largest}}
+			ranges = []timeline.Range{{First: v[2], Last: v[2]}}
 		}
 		p.h.Event(timeline.Event{TimeUS: p.t, Kind: timeline.PacketsAcked, PacketNumber: p.carrier, PacketSpace: p.carrierSpace, AckRanges: ranges,
-			Detail: "largest_acked=" + strconv.FormatInt(largest, 10)})
+			Detail: "largest_acked=" + strconv.FormatInt(v[2], 10)})
 		p.ranges = p.ranges[:0]
-		var s timeline.Sample
-		s.TimeUS = p.t
-		s.Set(timeline.FieldCwnd, cwnd)
-		s.Set(timeline.FieldBytesInFlight, inflight)
-		p.h.Sample(s)
-	case "cc_congestion", "pto":
-		cwnd, err := get("cwnd")
+		p.window(v[0], v[1])
+	case "pto":
+		v, err := ints("cwnd", "inflight")
 		if err != nil {
 			return err
 		}
-		fk := "flight"
-		if typ == "pto" {
-			fk = "inflight"
-		}
-		inflight, err := get(fk)
+		p.window(v[0], v[1])
+	case "cc_congestion":
+		v, err := ints("cwnd", "flight", "max_lost_pn")
 		if err != nil {
 			return err
 		}
-		var s timeline.Sample
-		s.TimeUS = p.t
-		s.Set(timeline.FieldCwnd, cwnd)
-		s.Set(timeline.FieldBytesInFlight, inflight)
-		p.h.Sample(s)
-		if typ == "cc_congestion" {
-			lost, err := get("max_lost_pn")
-			if err != nil {
-				return err
-			}
-			p.h.Event(timeline.Event{TimeUS: p.t, Kind: timeline.CongestionEvent, PacketNumber: lost - 1,
-				Detail: fmt.Sprintf("cc_congestion: loss up to packet %d, cwnd %d", lost-1, cwnd)})
-		}
+		p.window(v[0], v[1])
+		p.h.Event(timeline.Event{TimeUS: p.t, Kind: timeline.CongestionEvent, PacketNumber: v[2] - 1,
+			Detail: fmt.Sprintf("cc_congestion: loss up to packet %d, cwnd %d", v[2]-1, v[0])})
 	case "packet_lost":
 		pn, err := get("pn")
 		if err != nil {
@@ -307,6 +287,15 @@ func (p *quiclyParser) harness(typ string, line []byte, get func(string) (int64,
 		p.h.Event(e)
 	}
 	return nil
+}
+
+// window reports the connection's window and bytes in flight.
+func (p *quiclyParser) window(cwnd, inflight int64) {
+	var s timeline.Sample
+	s.TimeUS = p.t
+	s.Set(timeline.FieldCwnd, cwnd)
+	s.Set(timeline.FieldBytesInFlight, inflight)
+	p.h.Sample(s)
 }
 
 func (p *quiclyParser) vantage(v string) {
