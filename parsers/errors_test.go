@@ -74,6 +74,19 @@ func TestMalformed(t *testing.T) {
 		{file: "picoquic_no_traces.qlog", format: FormatPicoquic, want: []string{`no "traces"`}},
 		{file: "msquic_bad_stats.log", want: []string{`STATS cwnd="148x569" is not an integer`},
 			wantPos: func(raw []byte) string { return at(raw, "[mq_server] t_us=5527022") }},
+		{file: "quicly_missing_pn.jsonl", want: []string{"missing packet_sent.pn"},
+			wantPos: func(raw []byte) string { return at(raw, `{"module":"quicly","type":"packet_sent"`) }},
+		{file: "quicly_bad_epoch.jsonl", want: []string{"packet_lost.packet_type 9 is not an epoch"},
+			wantPos: func(raw []byte) string { return at(raw, `{"module":"quicly","type":"packet_lost"`) }},
+		{file: "quicly_bad_json_mid.jsonl", want: []string{"not a JSON object"},
+			wantPos: func(raw []byte) string { return at(raw, `{"module":"quicly","type":"cc_ack_received","time":1001`) }},
+		{file: "quicly_truncated.jsonl", warn: true, samples: 2,
+			wantPos: func(raw []byte) string {
+				return at(raw, `{"module":"quicly","type":"cc_ack_received","tid":1,"time":1003`)
+			}},
+		{file: "quicly_rtt_not_number.jsonl", want: []string{`rtt.min_rtt is "20ms", not a number`},
+			wantPos: func(raw []byte) string { return at(raw, `{"module":"qlyharness"`) }},
+		{file: "quicly_no_records.jsonl", format: FormatQuicly, want: []string{"no quicly event log records"}},
 		{file: "unknown.txt", format: "lsquic-log", want: []string{`unknown format "lsquic-log"`}},
 	}
 	for _, tc := range tests {

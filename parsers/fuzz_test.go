@@ -101,3 +101,7 @@ func FuzzParseMsquic(f *testing.F) {
 func FuzzParseTimelineCSV(f *testing.F) {
 	fuzzParse(f, FormatCSV, []string{"*.csv", "errors/*.csv"}, "timelines/msquic/rep1_server.csv.gz", "5532258")
 }
+
+func FuzzParseQuicly(f *testing.F) {
+	fuzzParse(f, FormatQuicly, []string{"quicly_*", "errors/quicly_*"}, "", "")
+}

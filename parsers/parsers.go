@@ -25,6 +25,7 @@
 //	quicgo-qlog    quicgo.go     float ms            no        connection start only
 //	quiche-qlog    quiche.go     float ms            no        no
 //	msquic-log     msquic.go     t_us (µs)           no        path lines
+//	quicly-log     quicly.go     time ms / time_us   no        new_path, datagram lines
 //	timeline-csv   csv.go        µs                  path_id   local/peer columns
 //
 // Malformed input is an error naming the file, record and byte offset
@@ -55,6 +56,7 @@ const (
 	FormatQuiche   = "quiche-qlog"
 	FormatMsquic   = "msquic-log"
 	FormatCSV      = "timeline-csv"
+	FormatQuicly   = "quicly-log"
 )
 
 // Options controls Parse.
@@ -65,7 +67,7 @@ type Options struct {
 
 // Formats lists the formats Parse understands.
 func Formats() []string {
-	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatCSV}
+	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatQuicly, FormatCSV}
 }
 
 type parseFunc func(in *input, h timeline.Handler) error
@@ -76,6 +78,7 @@ var parsersByFormat = map[string]parseFunc{
 	FormatQuicGo:   parseQuicGo,
 	FormatQuiche:   parseQuiche,
 	FormatMsquic:   parseMsquic,
+	FormatQuicly:   parseQuicly,
 	FormatCSV:      parseCSV,
 }
 
@@ -286,6 +289,8 @@ func Detect(peek []byte) (string, error) {
 func detectJSONSeq(first, p []byte) (string, error) {
 	has := func(b []byte, s string) bool { return bytes.Contains(b, []byte(s)) }
 	switch {
+	case has(first, `{"module":"quicly"`) || has(first, `{"module":"qlyharness"`):
+		return FormatQuicly, nil
 	case has(first, `"ngtcp2"`):
 		return FormatNgtcp2, nil
 	case has(first, "quic-go"):
