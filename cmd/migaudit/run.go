@@ -35,6 +35,7 @@ func newRunCmd() *cobra.Command {
 		skipCal, noProgress     bool
 		strictCal, noMlock      bool
 		capture                 bool
+		instrument              bool
 		retries                 int
 		pinCPUs                 string
 		spin                    time.Duration
@@ -82,6 +83,15 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 			}
 			if err := configureUpstream(h, source, commit, deps); err != nil {
 				return err
+			}
+			if instrument {
+				in, ok := h.(upstream.Instrumentable)
+				if !ok {
+					return fmt.Errorf("--instrument: %s has no instrumented build (msquic has: harnesses/msquic/patches/instrument.patch)", h.Name())
+				}
+				if err := in.SetInstrumented(true); err != nil {
+					return err
+				}
 			}
 			sc := liverun.Scenario(scenario)
 			known := false
@@ -138,6 +148,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 	f.BoolVar(&noProgress, "no-progress", false, "no progress bar")
 	f.StringVar(&source, "source", "", "harnesses built from source (picoquic, msquic): the implementation's clone or bare mirror (default: $MIGAUDIT_MIRRORS, then the user cache)")
 	f.StringVar(&commit, "commit", "", "harnesses built from source: commit, tag or branch to build (default: the pinned commit in data/implementations.json)")
+	f.BoolVar(&instrument, "instrument", false, "harnesses with an instrumented build (msquic): build with the project's instrumentation patch in its own cache entry; each repetition also writes <role>.instrument.log.gz")
 	f.StringArrayVar(&deps, "dep", nil, "harnesses built from source: a dependency's clone or bare mirror, name=DIR (e.g. picotls=/src/picotls); repeatable")
 	f.IntVar(&retries, "retries", liverun.DefaultRetries, "re-runs allowed per repetition the host spoiled (its emulation fidelity did not hold in the verdict's window)")
 	f.BoolVar(&strictCal, "strict-calibration", false, "every calibration gate is a veto (jitter and spread included), as before fidelity was measured per repetition")
