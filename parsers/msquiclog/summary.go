@@ -1,0 +1,132 @@
+package msquiclog
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Summary is what one endpoint's log says about its RTT estimator across
+// the first change of its active path.
+type Summary struct {
+	Server bool
+	// Switch is the first PATH_ACTIVE that replaced Paths[0] by another
+	// path (PrevPathID ≥ 0); nil when the active path never changed.
+	Switch *Active
+	// Before / After count the RTT_GATE lines (ACK frames that acknowledged
+	// packets) before and from the switch (all of them when Switch is nil).
+	Before, After GateCounts
+	// FirstSentOnNew is the first SENT line on the new active path after the
+	// switch: its packet number and the PathId stamped in its metadata.
+	FirstSentOnNew *SentChange
+	// LastUpdateUS is the CLOCK_REALTIME of the last gate that ran
+	// QuicConnUpdateRtt (0: none).
+	LastUpdateUS int64
+	// EndUS is the time of the last line.
+	EndUS int64
+}
+
+// GateCounts are counts over a set of RTT_GATE lines.
+type GateCounts struct {
+	Gates int // ACK frames that acknowledged packets
+	// Eligible: a new largest acknowledged packet that is ack-eliciting
+	// (NewLargestAckRetransmittable), the RTT sample RFC 9002 §5.1 takes.
+	Eligible int
+	// DifferentPath: of Eligible, how many had NewLargestAckDifferentPath.
+	DifferentPath int
+	// Updates: QuicConnUpdateRtt ran.
+	Updates int
+	// AckPathIDs / LargestPathIDs: the receiving path's ID and the largest
+	// newly acknowledged packet's recorded PathId, over Eligible gates.
+	AckPathIDs     map[int64]int
+	LargestPathIDs map[int64]int
+	// FirstUS / LastUS bound the gates; LastSRTTUS is the smoothed RTT the
+	// last gate left; LargestPNs the range of largest acknowledged packet
+	// numbers over Eligible gates.
+	FirstUS, LastUS            int64
+	LastSRTTUS                 int64
+	MinLargestPN, MaxLargestPN int64
+}
+
+func (c *GateCounts) add(g Gate) {
+	if c.Gates == 0 {
+		c.FirstUS = g.UnixUS
+		c.AckPathIDs, c.LargestPathIDs = map[int64]int{}, map[int64]int{}
+		c.MinLargestPN = -1
+	}
+	c.Gates++
+	c.LastUS, c.LastSRTTUS = g.UnixUS, g.SRTTUS
+	if g.Update {
+		c.Updates++
+	}
+	if !g.NewLargest || !g.Retransmittable {
+		return
+	}
+	c.Eligible++
+	if g.DifferentPath {
+		c.DifferentPath++
+	}
+	c.AckPathIDs[g.AckPathID]++
+	c.LargestPathIDs[g.LargestPathID]++
+	if c.MinLargestPN < 0 || g.LargestPN < c.MinLargestPN {
+		c.MinLargestPN = g.LargestPN
+	}
+	c.MaxLargestPN = max(c.MaxLargestPN, g.LargestPN)
+}
+
+// Summarize reads the log's events of one role (server true or false).
+func Summarize(l *Log, server bool) Summary {
+	s := Summary{Server: server}
+	for i := range l.Active {
+		a := l.Active[i]
+		if a.Server == server && a.PrevPathID >= 0 {
+			s.Switch = &a
+			break
+		}
+	}
+	for _, g := range l.Gates {
+		if g.Server != server {
+			continue
+		}
+		if s.Switch != nil && g.UnixUS >= s.Switch.UnixUS {
+			s.After.add(g)
+		} else {
+			s.Before.add(g)
+		}
+		if g.Update {
+			s.LastUpdateUS = g.UnixUS
+		}
+	}
+	if s.Switch != nil {
+		for i := range l.Sent {
+			x := l.Sent[i]
+			if x.Server == server && x.UnixUS >= s.Switch.UnixUS && x.SendPathID == s.Switch.PathID {
+				s.FirstSentOnNew = &x
+				break
+			}
+		}
+	}
+	if n := len(l.Events); n > 0 {
+		s.EndUS = l.Events[n-1].UnixUS
+	}
+	return s
+}
+
+// IDs renders a path-ID histogram as "0 ×812, 1 ×3" in ID order.
+func IDs(m map[int64]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	ids := make([]int64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	out := ""
+	for i, id := range ids {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%d ×%d", id, m[id])
+	}
+	return out
+}
