@@ -55,6 +55,8 @@ type Implementation struct {
 	Live         *Live         `json:"live,omitempty"`
 	// FixCheck says whether a fix would be visible to the live check.
 	FixCheck *FixCheck `json:"fix_check,omitempty"`
+	// LiveFindings explain live observations with instrumented evidence.
+	LiveFindings []LiveFinding `json:"live_findings,omitempty"`
 	// Notes are caveats that belong to this implementation.
 	Notes []string `json:"notes,omitempty"`
 }
