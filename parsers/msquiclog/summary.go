@@ -130,3 +130,18 @@ func IDs(m map[int64]int) string {
 	}
 	return out
 }
+
+// CongestionEvents counts the role's CUBIC congestion events in
+// [fromUS, fromUS+spanUS) and the smallest window they left (0: none).
+func CongestionEvents(l *Log, server bool, fromUS, spanUS int64) (n int, lowest int64) {
+	for _, x := range l.Losses {
+		if x.Server != server || !x.CongestionEvent || x.UnixUS < fromUS || x.UnixUS >= fromUS+spanUS {
+			continue
+		}
+		n++
+		if lowest == 0 || x.CwndAfter < lowest {
+			lowest = x.CwndAfter
+		}
+	}
+	return n, lowest
+}

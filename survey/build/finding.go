@@ -138,14 +138,7 @@ func Figures(s msquiclog.Summary, l *msquiclog.Log) survey.FindingFigures {
 		AckPathIDsAfter: idMap(s.After.AckPathIDs), LargestPathIDsAfter: idMap(s.After.LargestPathIDs), SRTTAfterUS: s.After.LastSRTTUS}
 	if s.Switch != nil {
 		f.SwitchUnixUS, f.NewPathID, f.PrevPathID = s.Switch.UnixUS, s.Switch.PathID, s.Switch.PrevPathID
-		for _, x := range l.Losses {
-			if x.Server && x.CongestionEvent && x.UnixUS >= s.Switch.UnixUS && x.UnixUS < s.Switch.UnixUS+1_000_000 {
-				f.CongestionEventsAfter++
-				if f.LowestWindowAfter == 0 || x.CwndAfter < f.LowestWindowAfter {
-					f.LowestWindowAfter = x.CwndAfter
-				}
-			}
-		}
+		f.CongestionEventsAfter, f.LowestWindowAfter = msquiclog.CongestionEvents(l, true, s.Switch.UnixUS, 1_000_000)
 	}
 	if s.FirstSentOnNew != nil {
 		f.FirstSentOnNewPN, f.FirstSentOnNewStampedPathID = s.FirstSentOnNew.PN, s.FirstSentOnNew.StampedPathID

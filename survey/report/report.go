@@ -212,6 +212,7 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 		}
 		p("\n")
 	}
+	writeFindings(w, im, o)
 	p("## Reproduce\n\n```sh\n")
 	p("# source, at the pinned commit (a clone or bare mirror of %s)\n", im.Upstream)
 	p("migaudit audit --impl %s --source <clone-of-%s>\n", im.Name, im.Name)
