@@ -69,14 +69,14 @@ type Event struct {
 func (e Event) Int(k string) (int64, error) {
 	v, ok := e.Fields[k]
 	if !ok {
-		return 0, fmt.Errorf("line %d: %s has no %s", e.Line, e.Kind, k)
+		return 0, fmt.Errorf("%s has no %s", e.Kind, k)
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
 		// msquic's "no measurement" values are UINT64_MAX.
 		u, uerr := strconv.ParseUint(v, 10, 64)
 		if uerr != nil {
-			return 0, fmt.Errorf("line %d: %s %s=%q is not an integer", e.Line, e.Kind, k, v)
+			return 0, fmt.Errorf("%s %s=%q is not an integer", e.Kind, k, v)
 		}
 		n = int64(min(u, 1<<63-1))
 	}
@@ -194,7 +194,7 @@ func Read(name string, r io.Reader) (*Log, error) {
 			return nil, fmt.Errorf("%s:%w", name, err)
 		}
 		if err := l.add(e); err != nil {
-			return nil, fmt.Errorf("%s:%w", name, err)
+			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
