@@ -47,7 +47,7 @@ func writeFindings(w io.Writer, im *survey.Implementation, o Options) {
 		p("\nLogs: %s.\n\n", logList(lf))
 		p("**Reproduce** (the smallest run: one repetition of the instrumented build, as root):\n\n```sh\n%s\n```\n\n", lf.Reproduction)
 		if lf.Fix != "" {
-			p("**What a fix would change.** %s.\n\n", strings.TrimSuffix(lf.Fix, "."))
+			p("**What a fix would change.** %s.\n\n", capital(strings.TrimSuffix(lf.Fix, ".")))
 		}
 	}
 }
