@@ -11,7 +11,6 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-
 // The fixture log (testdata/instrumented/server.instrument.log, the same
 // small log parsers/msquiclog tests) and the figures it gives: a switch from
 // path 0 to path 1, three eligible ACKs after it, all gated as "different
