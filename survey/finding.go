@@ -64,4 +64,7 @@ type FindingFigures struct {
 	// left (bytes; 0 when none).
 	CongestionEventsAfter int   `json:"congestion_events_after"`
 	LowestWindowAfter     int64 `json:"lowest_window_after"`
+	// OldPathCongestionEventsAfter: of those, how many were triggered by the
+	// loss of a packet sent to the client's old address.
+	OldPathCongestionEventsAfter int `json:"old_path_congestion_events_after"`
 }

@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -28,14 +29,14 @@ const instrumentMagic = "# migaudit-msquic-instrument 1"
 // instrumentedFacts are the figures of one server log, as the validator
 // derives them.
 type instrumentedFacts struct {
-	switchUS, newID, prevID       int64
-	gatesBefore, updatesBefore    int
-	eligible, different, updates  int
-	ackIDs, largestIDs            map[string]int
-	srtt                          int64
-	firstSentPN, firstSentStamped int64
-	congestionEvents              int
-	lowestWindow                  int64
+	switchUS, newID, prevID         int64
+	gatesBefore, updatesBefore      int
+	eligible, different, updates    int
+	ackIDs, largestIDs              map[string]int
+	srtt                            int64
+	firstSentPN, firstSentStamped   int64
+	congestionEvents, oldPathEvents int
+	lowestWindow                    int64
 }
 
 // readInstrumented reads a server's instrumented log (gzip or plain).
@@ -102,11 +103,31 @@ func readInstrumented(path string) (*instrumentedFacts, error) {
 	}
 	fx := &instrumentedFacts{switchUS: -1, newID: -1, prevID: -1, firstSentPN: -1, firstSentStamped: -1,
 		ackIDs: map[string]int{}, largestIDs: map[string]int{}}
+	newRemote := ""
 	for _, l := range lines {
 		if l.kind == "PATH_ACTIVE" && l.kv["server"] == "1" && num(l, "prev_path_id") >= 0 {
-			fx.switchUS, fx.newID, fx.prevID = l.t, num(l, "path_id"), num(l, "prev_path_id")
+			fx.switchUS, fx.newID, fx.prevID, newRemote = l.t, num(l, "path_id"), num(l, "prev_path_id"), l.kv["remote"]
 			break
 		}
+	}
+	// sentTo gives the peer address packet pn was sent to: the SENT lines
+	// mark each change of it, in packet-number order.
+	type mark struct {
+		pn     int64
+		remote string
+	}
+	var marks []mark
+	for _, l := range lines {
+		if l.kind == "SENT" && l.kv["server"] == "1" {
+			marks = append(marks, mark{num(l, "pn"), l.kv["remote"]})
+		}
+	}
+	sentTo := func(pn int64) string {
+		i := sort.Search(len(marks), func(i int) bool { return marks[i].pn > pn })
+		if i == 0 {
+			return ""
+		}
+		return marks[i-1].remote
 	}
 	after := func(l line) bool { return fx.switchUS >= 0 && l.t >= fx.switchUS }
 	for _, l := range lines {
@@ -141,6 +162,9 @@ func readInstrumented(path string) (*instrumentedFacts, error) {
 		case "LOSS":
 			if after(l) && l.t < fx.switchUS+1_000_000 && l.kv["congestion_event"] == "1" {
 				fx.congestionEvents++
+				if to := sentTo(num(l, "largest_lost_pn")); to != "" && to != newRemote {
+					fx.oldPathEvents++
+				}
 				if w := num(l, "cwnd_after"); fx.lowestWindow == 0 || w < fx.lowestWindow {
 					fx.lowestWindow = w
 				}
@@ -240,6 +264,7 @@ func compareFigures(f gjson.Result, fx *instrumentedFacts) []string {
 		{"eligible_after", int64(fx.eligible)}, {"different_path_after", int64(fx.different)}, {"updates_after", int64(fx.updates)},
 		{"srtt_after_us", fx.srtt}, {"first_sent_on_new_pn", fx.firstSentPN}, {"first_sent_on_new_stamped_path_id", fx.firstSentStamped},
 		{"congestion_events_after", int64(fx.congestionEvents)}, {"lowest_window_after", fx.lowestWindow},
+		{"old_path_congestion_events_after", int64(fx.oldPathEvents)},
 	}
 	if fx.switchUS < 0 {
 		ints[0].want = 0 // no switch: the survey's zero value

@@ -25,7 +25,8 @@ const findingFixture = `{"name": "msquic", "live_findings": [{
     "switch_unix_us": 1796300005090000, "new_path_id": 1, "prev_path_id": 0, "gates_before": 3, "updates_before": 2,
     "eligible_after": 3, "different_path_after": 3, "updates_after": 0,
     "ack_path_ids_after": {"1": 3}, "largest_path_ids_after": {"0": 3}, "srtt_after_us": 333000,
-    "first_sent_on_new_pn": 5001, "first_sent_on_new_stamped_path_id": 0, "congestion_events_after": 2, "lowest_window_after": 5978}]
+    "first_sent_on_new_pn": 5001, "first_sent_on_new_stamped_path_id": 0, "congestion_events_after": 2, "lowest_window_after": 5978,
+    "old_path_congestion_events_after": 1}]
 }]}`
 
 const fixturePatch = "1111111111111111111111111111111111111111111111111111111111111111"
@@ -79,6 +80,10 @@ func TestLiveFindingsPlantedFaults(t *testing.T) {
 		}, want: Fail, says: "updates_after 1, the survey 0"},
 		{name: "figure edited", survey: set(2, "live_findings", 0, "figures", 0, "different_path_after"), want: Fail, says: "different_path_after 3, the survey 2"},
 		{name: "path ids edited", survey: set(map[string]int{"1": 3}, "live_findings", 0, "figures", 0, "largest_path_ids_after"), want: Fail, says: "largest_path_ids_after"},
+		{name: "old-path losses edited", survey: set(2, "live_findings", 0, "figures", 0, "old_path_congestion_events_after"), want: Fail, says: "old_path_congestion_events_after 1, the survey 2"},
+		{name: "a probe re-addressed", log: func(s string) string {
+			return strings.Replace(s, "pn=0 send_path_id=0 stamped_path_id=0 local=198.18.0.1:4433 remote=198.18.1.2:40001", "pn=0 send_path_id=0 stamped_path_id=0 local=198.18.0.1:4433 remote=198.18.2.2:41615", 1)
+		}, want: Fail, says: "old_path_congestion_events_after 0, the survey 1"},
 		{name: "floor edited", survey: set(2440, "live_findings", 0, "figures", 0, "lowest_window_after"), want: Fail, says: "lowest_window_after 5978"},
 		{name: "statement totals", survey: set("2 of 3 ACK frames and 0 updated the estimator", "live_findings", 0, "statement"), want: Fail, says: "statement does not say so"},
 		{name: "not instrumented", instrumented: "false", want: Fail, says: "does not record an instrumented build"},

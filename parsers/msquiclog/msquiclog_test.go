@@ -17,8 +17,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 type golden struct {
 	Events, Gates, Active, Sent, Losses int
 	Server, Client                      Summary
-	CongestionEvents                    int
-	LowestWindow                        int64
+	Congestion                          Congestion
 }
 
 func TestGolden(t *testing.T) {
@@ -31,7 +30,7 @@ func TestGolden(t *testing.T) {
 			g := golden{Events: len(l.Events), Gates: len(l.Gates), Active: len(l.Active), Sent: len(l.Sent), Losses: len(l.Losses),
 				Server: Summarize(l, true), Client: Summarize(l, false)}
 			if g.Server.Switch != nil {
-				g.CongestionEvents, g.LowestWindow = CongestionEvents(l, true, g.Server.Switch.UnixUS, 1_000_000)
+				g.Congestion = CongestionAfter(l, true, g.Server.Switch.UnixUS, 1_000_000, g.Server.Switch.Remote)
 			}
 			got, err := json.MarshalIndent(g, "", "  ")
 			if err != nil {
@@ -77,8 +76,16 @@ func TestSummaryFacts(t *testing.T) {
 	if s.FirstSentOnNew == nil || s.FirstSentOnNew.PN != 5001 || s.FirstSentOnNew.StampedPathID != 0 {
 		t.Errorf("first sent on new path = %+v", s.FirstSentOnNew)
 	}
-	if n, low := CongestionEvents(l, true, s.Switch.UnixUS, 1_000_000); n != 2 || low != 5978 {
-		t.Errorf("congestion events in 1 s = %d (lowest %d), want 2 (5978): the 12.0 s one is outside, the 10.15 s one no event", n, low)
+	if c := CongestionAfter(l, true, s.Switch.UnixUS, 1_000_000, s.Switch.Remote); c.Events != 2 || c.Lowest != 5978 || c.OffPath != 1 {
+		t.Errorf("congestion in 1 s = %+v, want 2 events (the 12.0 s one is outside, the 10.15 s one no event), lowest 5978, 1 off-path (pn 4990 went to the old address, pn 5012 to the new)", c)
+	}
+	for pn, want := range map[int64]int64{0: 0, 4990: 0, 5001: 5001, 5002: 5002, 5012: 5003} {
+		if x := l.SentAs(true, pn); x == nil || x.PN != want {
+			t.Errorf("SentAs(%d) = %+v, want the SENT line of pn %d", pn, x, want)
+		}
+	}
+	if l.SentAs(false, 5001) != nil {
+		t.Error("SentAs found a client line in a server-only log")
 	}
 	if g := l.Gates[2]; g.MinRTTUS != 1<<63-1 || g.LargestPathID != -1 {
 		t.Errorf("UINT64_MAX min_rtt / -1 path id read as %d / %d", g.MinRTTUS, g.LargestPathID)
@@ -157,7 +164,9 @@ func FuzzRead(f *testing.F) {
 				t.Fatalf("summary counts inconsistent: %+v", s)
 			}
 			if s.Switch != nil {
-				CongestionEvents(l, server, s.Switch.UnixUS, 1_000_000)
+				if c := CongestionAfter(l, server, s.Switch.UnixUS, 1_000_000, s.Switch.Remote); c.OffPath > c.Events || c.Persistent > c.Events {
+					t.Fatalf("congestion counts inconsistent: %+v", c)
+				}
 			}
 		}
 	})

@@ -131,17 +131,59 @@ func IDs(m map[int64]int) string {
 	return out
 }
 
-// CongestionEvents counts the role's CUBIC congestion events in
-// [fromUS, fromUS+spanUS) and the smallest window they left (0: none).
-func CongestionEvents(l *Log, server bool, fromUS, spanUS int64) (n int, lowest int64) {
+// Congestion is what CUBIC's loss events did in a span of time.
+type Congestion struct {
+	// Events are new congestion events (the window was cut); Lowest is the
+	// smallest window they left (0: none).
+	Events int
+	Lowest int64
+	// OffPath counts the events whose largest lost packet was sent to
+	// another peer address than remote (the new active path's): losses of
+	// packets sent on the old path cutting the new path's window.
+	OffPath int
+	// Persistent counts events msquic declared persistent congestion.
+	Persistent int
+}
+
+// CongestionAfter summarises the role's loss events in [fromUS,
+// fromUS+spanUS); remote is the peer address of the path the window belongs
+// to ("" counts no OffPath).
+func CongestionAfter(l *Log, server bool, fromUS, spanUS int64, remote string) Congestion {
+	var c Congestion
 	for _, x := range l.Losses {
 		if x.Server != server || !x.CongestionEvent || x.UnixUS < fromUS || x.UnixUS >= fromUS+spanUS {
 			continue
 		}
-		n++
-		if lowest == 0 || x.CwndAfter < lowest {
-			lowest = x.CwndAfter
+		c.Events++
+		if c.Lowest == 0 || x.CwndAfter < c.Lowest {
+			c.Lowest = x.CwndAfter
+		}
+		if x.Persistent {
+			c.Persistent++
+		}
+		if s := l.SentAs(server, x.LargestLostPN); remote != "" && s != nil && s.Remote != remote {
+			c.OffPath++
 		}
 	}
-	return n, lowest
+	return c
+}
+
+// SentAs returns the SENT line in force for packet number pn: the last one
+// of the role at or before pn (SENT lines mark where the sending path, the
+// stamped PathId or the peer address changed; msquic numbers the packets of
+// every space from one counter, so they are in packet-number order). nil
+// when pn precedes every SENT line.
+func (l *Log) SentAs(server bool, pn int64) *SentChange {
+	var out *SentChange
+	for i := range l.Sent {
+		x := &l.Sent[i]
+		if x.Server != server {
+			continue
+		}
+		if x.PN > pn {
+			break
+		}
+		out = x
+	}
+	return out
 }

@@ -138,7 +138,8 @@ func Figures(s msquiclog.Summary, l *msquiclog.Log) survey.FindingFigures {
 		AckPathIDsAfter: idMap(s.After.AckPathIDs), LargestPathIDsAfter: idMap(s.After.LargestPathIDs), SRTTAfterUS: s.After.LastSRTTUS}
 	if s.Switch != nil {
 		f.SwitchUnixUS, f.NewPathID, f.PrevPathID = s.Switch.UnixUS, s.Switch.PathID, s.Switch.PrevPathID
-		f.CongestionEventsAfter, f.LowestWindowAfter = msquiclog.CongestionEvents(l, true, s.Switch.UnixUS, 1_000_000)
+		c := msquiclog.CongestionAfter(l, true, s.Switch.UnixUS, 1_000_000, s.Switch.Remote)
+		f.CongestionEventsAfter, f.LowestWindowAfter, f.OldPathCongestionEventsAfter = c.Events, c.Lowest, c.OffPath
 	}
 	if s.FirstSentOnNew != nil {
 		f.FirstSentOnNewPN, f.FirstSentOnNewStampedPathID = s.FirstSentOnNew.PN, s.FirstSentOnNew.StampedPathID

@@ -64,7 +64,7 @@ func TestLiveFindingsFor(t *testing.T) {
 	g := f.Figures[0]
 	if g.NewPathID != 1 || g.PrevPathID != 0 || g.EligibleAfter != 3 || g.DifferentPathAfter != 3 || g.UpdatesAfter != 0 ||
 		g.LargestPathIDsAfter["0"] != 3 || g.AckPathIDsAfter["1"] != 3 || g.FirstSentOnNewStampedPathID != 0 || g.SRTTAfterUS != 333000 ||
-		g.CongestionEventsAfter != 2 || g.LowestWindowAfter != 5978 || g.PatchSHA256 != "ab" ||
+		g.CongestionEventsAfter != 2 || g.LowestWindowAfter != 5978 || g.OldPathCongestionEventsAfter != 1 || g.PatchSHA256 != "ab" ||
 		g.Log != "data/evidence/msquic/instrumented/rep1/server.instrument.log.gz" {
 		t.Errorf("figures %+v", g)
 	}

@@ -34,7 +34,7 @@ func writeFindings(w io.Writer, im *survey.Implementation, o Options) {
 			p("\n")
 		}
 		p("**Instrumented evidence.** Each repetition ran msquic built with this project's instrumentation patch (log lines only, at the RTT update gate, at path ID assignment and `QuicPathSetActive`, on sent packets and CUBIC loss events); the figures are recomputed from each repetition's server log.\n\n")
-		p("| Rep | Path switch (server) | ACK frames / RTT updates before the switch | Eligible ACKs after | Gated \"different path\" | RTT updates after | Largest acked packet's PathId | ACK's path ID | First packet on the new path (PathId stamped) | Smoothed RTT at the end | Congestion events in 1 s (lowest window) |\n")
+		p("| Rep | Path switch (server) | ACK frames / RTT updates before the switch | Eligible ACKs after | Gated \"different path\" | RTT updates after | Largest acked packet's PathId | ACK's path ID | First packet on the new path (PathId stamped) | Smoothed RTT at the end | Congestion events in 1 s after the switch |\n")
 		p("|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, f := range lf.Figures {
 			row, err := findingRow(o, f)
@@ -66,8 +66,8 @@ func findingRow(o Options, f survey.FindingFigures) (string, error) {
 	sw, ce := "none", "—"
 	if s.Switch != nil {
 		sw = fmt.Sprintf("path %d → %d at %s", s.Switch.PrevPathID, s.Switch.PathID, fmtUnix(s.Switch.UnixUS))
-		n, low := msquiclog.CongestionEvents(l, true, s.Switch.UnixUS, 1_000_000)
-		ce = fmt.Sprintf("%d (%s)", n, tables.Bytes(low))
+		c := msquiclog.CongestionAfter(l, true, s.Switch.UnixUS, 1_000_000, s.Switch.Remote)
+		ce = fmt.Sprintf("%d, %d of them old-path losses (lowest %s)", c.Events, c.OffPath, tables.Bytes(c.Lowest))
 	}
 	first := "—"
 	if x := s.FirstSentOnNew; x != nil {

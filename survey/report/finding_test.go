@@ -50,7 +50,7 @@ func TestFindingSectionReadsTheLogs(t *testing.T) {
 		"## Finding: msquic-rtt-never-fed-after-path-switch",
 		"**Requirement.** RFC 9002 §5.1.",
 		"1. [`src/core/loss_detection.c:1502`](" + link + ")",
-		"| instrumented/rep1 | path 0 → 1 at 1796300005.090000 | 3 / 2 | 3 | 3 | 0 | 0 ×3 | 1 ×3 | pn 5001 (PathId 0) | 333.00 ms | 2 (",
+		"| instrumented/rep1 | path 0 → 1 at 1796300005.090000 | 3 / 2 | 3 | 3 | 0 | 0 ×3 | 1 ×3 | pn 5001 (PathId 0) | 333.00 ms | 2, 1 of them old-path losses (lowest ",
 		"| instrumented/rep2 | log not read: " + "data/evidence/msquic/instrumented/rep2/server.instrument.log.gz absent (the survey records 7 of 7 gated, 0 updates)",
 		"sudo migaudit run --impl msquic --instrument --reps 1",
 		"**What a fix would change.** Stamp the path.",
