@@ -67,4 +67,12 @@ type FindingFigures struct {
 	// OldPathCongestionEventsAfter: of those, how many were triggered by the
 	// loss of a packet sent to the client's old address.
 	OldPathCongestionEventsAfter int `json:"old_path_congestion_events_after"`
+	// LowestWindowAfterUS is how long after the switch the lowest window was
+	// first reached (0: no event).
+	LowestWindowAfterUS int64 `json:"lowest_window_after_us"`
+	// OldPathSendsAfter counts the runs of packets sent to the client's old
+	// address after the switch (SENT lines), the last one
+	// OldPathLastSendAfterUS after it.
+	OldPathSendsAfter      int   `json:"old_path_sends_after"`
+	OldPathLastSendAfterUS int64 `json:"old_path_last_send_after_us"`
 }

@@ -26,7 +26,7 @@ const findingFixture = `{"name": "msquic", "live_findings": [{
     "eligible_after": 3, "different_path_after": 3, "updates_after": 0,
     "ack_path_ids_after": {"1": 3}, "largest_path_ids_after": {"0": 3}, "srtt_after_us": 333000,
     "first_sent_on_new_pn": 5001, "first_sent_on_new_stamped_path_id": 0, "congestion_events_after": 2, "lowest_window_after": 5978,
-    "old_path_congestion_events_after": 1}]
+    "old_path_congestion_events_after": 1, "lowest_window_after_us": 210000, "old_path_sends_after": 1, "old_path_last_send_after_us": 50000}]
 }]}`
 
 const fixturePatch = "1111111111111111111111111111111111111111111111111111111111111111"
@@ -86,6 +86,16 @@ func TestLiveFindingsPlantedFaults(t *testing.T) {
 		}, want: Fail, says: "old_path_congestion_events_after 0, the survey 1"},
 		{name: "floor edited", survey: set(2440, "live_findings", 0, "figures", 0, "lowest_window_after"), want: Fail, says: "lowest_window_after 5978"},
 		{name: "statement totals", survey: set("2 of 3 ACK frames and 0 updated the estimator", "live_findings", 0, "statement"), want: Fail, says: "statement does not say so"},
+		{name: "probe finding as derived", survey: func(s string) string {
+			s = set("msquic-old-path-probe-losses-cut-new-path-window", "live_findings", 0, "id")(s)
+			return set("… 1 of 2 congestion events were started by the loss of a packet sent to the old address …", "live_findings", 0, "statement")(s)
+		}, want: Pass},
+		{name: "probe finding overstated", survey: func(s string) string {
+			s = set("msquic-old-path-probe-losses-cut-new-path-window", "live_findings", 0, "id")(s)
+			return set("… 2 of 2 congestion events were started by the loss of a packet sent to the old address …", "live_findings", 0, "statement")(s)
+		}, want: Fail, says: `the logs give "1 of 2 congestion events"`},
+		{name: "unknown finding", survey: set("msquic-something-else", "live_findings", 0, "id"), want: Fail, says: "no re-derivation"},
+		{name: "probe count edited", survey: set(0, "live_findings", 0, "figures", 0, "old_path_sends_after"), want: Fail, says: "old_path_sends_after 1, the survey 0"},
 		{name: "not instrumented", instrumented: "false", want: Fail, says: "does not record an instrumented build"},
 		{name: "unlisted repetition", survey: set([]string{"instrumented/rep2"}, "live_findings", 0, "repetitions"), want: Fail, says: "not among the finding's repetitions"},
 		{name: "log outside its repetition", survey: set("data/evidence/msquic/rep1/server.instrument.log.gz", "live_findings", 0, "figures", 0, "log"), want: Fail, says: "not in the repetition's directory"},

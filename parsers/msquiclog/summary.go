@@ -137,6 +137,8 @@ type Congestion struct {
 	// smallest window they left (0: none).
 	Events int
 	Lowest int64
+	// LowestAtUS is when an event first left the Lowest window.
+	LowestAtUS int64
 	// OffPath counts the events whose largest lost packet was sent to
 	// another peer address than remote (the new active path's): losses of
 	// packets sent on the old path cutting the new path's window.
@@ -156,7 +158,7 @@ func CongestionAfter(l *Log, server bool, fromUS, spanUS int64, remote string) C
 		}
 		c.Events++
 		if c.Lowest == 0 || x.CwndAfter < c.Lowest {
-			c.Lowest = x.CwndAfter
+			c.Lowest, c.LowestAtUS = x.CwndAfter, x.UnixUS
 		}
 		if x.Persistent {
 			c.Persistent++
@@ -186,4 +188,18 @@ func (l *Log) SentAs(server bool, pn int64) *SentChange {
 		out = x
 	}
 	return out
+}
+
+// OffPathSends counts the runs of packets the role sent to another peer
+// address than remote from fromUS on (each SENT line starts a run: after
+// the server's switch these are its probes of the client's abandoned
+// address) and the time of the last one (0: none).
+func OffPathSends(l *Log, server bool, fromUS int64, remote string) (runs int, lastUS int64) {
+	for _, x := range l.Sent {
+		if x.Server == server && x.UnixUS >= fromUS && x.Remote != remote {
+			runs++
+			lastUS = x.UnixUS
+		}
+	}
+	return runs, lastUS
 }

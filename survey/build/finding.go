@@ -45,14 +45,34 @@ var msquicRTTAnchors = []anchor{
 	{"src/core/loss_detection.c", "const QUIC_PATH* Path = &Connection->Paths[0]; // TODO - Correct?", "consumer", "loss detection's time threshold reads Paths[0]'s smoothed RTT: the unfed 333 ms"},
 }
 
-// findingAnchors are the anchors of each implementation's live finding.
-var findingAnchors = map[string][]anchor{"msquic": msquicRTTAnchors}
+// msquicProbeAnchors are the mechanism of the window's fall to the floor
+// after the reset: the old path's probes, lost, cut the new path's window.
+var msquicProbeAnchors = []anchor{
+	{"src/core/connection.c", "Connection->Paths[0].SendChallenge = TRUE;", "challenge-old", "a packet from the client's new address makes the server challenge its still-active old path too"},
+	{"src/core/path.c", "Connection->Paths[0] = *Path;", "set-active", "QuicPathSetActive moves that old path, its challenge still pending, out of Paths[0]; it stays in Paths[] being validated"},
+	{"src/core/connection.c", "QUIC_PATH_VALIDATION_MIN_INITIAL_RTT_MULTIPLE *", "timeout", "its validation runs for at least 6 × the initial RTT (6 × 333 ms ≈ 2 s) before the path is abandoned"},
+	{"src/core/loss_detection.c", "QuicCongestionControlOnDataLost(&Connection->CongestionControl, &LossEvent);", "loss-input", "the loss of any packet — whichever path it was sent on — goes to the connection's one congestion controller"},
+	{"src/core/cubic.c", "LossEvent->LargestPacketNumberLost > Cubic->RecoverySentPacketNumber) {", "new-event", "a lost packet sent after the last congestion event starts a new one: each lost probe cuts the window by 0.7"},
+}
+
+// findingSpec is one live finding of an implementation: its mechanism and
+// how its statement is made from the figures.
+type findingSpec struct {
+	anchors []anchor
+	make    func([]survey.FindingFigures) survey.LiveFinding
+}
+
+// findingSpecs are each implementation's live findings, in report order.
+var findingSpecs = map[string][]findingSpec{"msquic": {
+	{msquicRTTAnchors, msquicRTTFinding},
+	{msquicProbeAnchors, msquicProbeFinding},
+}}
 
 // liveFindingsFor builds pin's live findings from its instrumented
 // repetitions (none: nil). A repetition whose log cannot be read is an
 // error naming the file.
 func liveFindingsFor(o Options, pin data.Implementation, w io.Writer) ([]survey.LiveFinding, []string, error) {
-	anchors, ok := findingAnchors[pin.Name]
+	specs, ok := findingSpecs[pin.Name]
 	if !ok {
 		return nil, nil, nil
 	}
@@ -76,14 +96,18 @@ func liveFindingsFor(o Options, pin data.Implementation, w io.Writer) ([]survey.
 		return nil, nil, nil
 	}
 	var notes []string
-	ev, err := anchorEvidence(o, pin, anchors)
-	if err != nil {
-		notes = append(notes, "live finding: source positions not cited: "+oneLine(err.Error()))
+	var out []survey.LiveFinding
+	for _, sp := range specs {
+		lf := sp.make(figs)
+		ev, err := anchorEvidence(o, pin, sp.anchors)
+		if err != nil {
+			notes = append(notes, "live finding "+lf.ID+": source positions not cited: "+oneLine(err.Error()))
+		}
+		lf.Evidence, lf.Repetitions, lf.Figures = ev, ids, figs
+		logf(w, "%-9s live finding %s: %d instrumented repetition(s)", pin.Name, lf.ID, len(figs))
+		out = append(out, lf)
 	}
-	lf := msquicRTTFinding(figs)
-	lf.Evidence, lf.Repetitions, lf.Figures = ev, ids, figs
-	logf(w, "%-9s live finding %s: %d instrumented repetition(s)", pin.Name, lf.ID, len(figs))
-	return []survey.LiveFinding{lf}, notes, nil
+	return out, notes, nil
 }
 
 func repNumber(dir string) int {
@@ -140,6 +164,14 @@ func Figures(s msquiclog.Summary, l *msquiclog.Log) survey.FindingFigures {
 		f.SwitchUnixUS, f.NewPathID, f.PrevPathID = s.Switch.UnixUS, s.Switch.PathID, s.Switch.PrevPathID
 		c := msquiclog.CongestionAfter(l, true, s.Switch.UnixUS, 1_000_000, s.Switch.Remote)
 		f.CongestionEventsAfter, f.LowestWindowAfter, f.OldPathCongestionEventsAfter = c.Events, c.Lowest, c.OffPath
+		if c.Events > 0 {
+			f.LowestWindowAfterUS = c.LowestAtUS - s.Switch.UnixUS
+		}
+		var last int64
+		f.OldPathSendsAfter, last = msquiclog.OffPathSends(l, true, s.Switch.UnixUS, s.Switch.Remote)
+		if f.OldPathSendsAfter > 0 {
+			f.OldPathLastSendAfterUS = last - s.Switch.UnixUS
+		}
 	}
 	if s.FirstSentOnNew != nil {
 		f.FirstSentOnNewPN, f.FirstSentOnNewStampedPathID = s.FirstSentOnNew.PN, s.FirstSentOnNew.StampedPathID
@@ -240,5 +272,45 @@ func msquicRTTFinding(figs []survey.FindingFigures) survey.LiveFinding {
 		Fix: "Stamp the sending path on each packet's metadata, e.g. `Builder->Metadata->PathId = Builder->Path->ID;` where QuicPacketBuilderPrepare " +
 			"fills in the packet number (src/core/packet_builder.c). ACKs of packets sent on the active path then pass the gate and feed the new path's " +
 			"estimator; ACKs of packets sent on the old path stay gated, as RFC 9000 §9.4 wants",
+	}
+}
+
+// msquicProbeFinding states why the server's window falls to the floor
+// within about half a second of the reset, from the figures.
+func msquicProbeFinding(figs []survey.FindingFigures) survey.LiveFinding {
+	n := len(figs)
+	var switched, events, offPath, floor, probes int
+	var lows []string
+	var maxProbeUS, maxFloorUS int64
+	for _, f := range figs {
+		if f.NewPathID < 0 {
+			continue
+		}
+		switched++
+		events += f.CongestionEventsAfter
+		offPath += f.OldPathCongestionEventsAfter
+		probes += f.OldPathSendsAfter
+		maxProbeUS = max(maxProbeUS, f.OldPathLastSendAfterUS)
+		if f.CongestionEventsAfter > 0 {
+			lows = append(lows, fmt.Sprintf("%d B after %.0f ms", f.LowestWindowAfter, float64(f.LowestWindowAfterUS)/1000))
+			maxFloorUS = max(maxFloorUS, f.LowestWindowAfterUS)
+			floor++
+		}
+	}
+	st := fmt.Sprintf("msquic's server cuts the reset window of the client's new path for the losses of packets it keeps sending to the client's abandoned address: "+
+		"in %d of %d instrumented repetitions, in the first second after QuicPathSetActive, %d of %d congestion events were started by the loss of a packet sent to the old address "+
+		"(%d runs of packets went there after the switch, the last %.2f s after it), each cutting the new path's window by 0.7; the window reached %s",
+		switched, n, offPath, events, probes, float64(maxProbeUS)/1e6, strings.Join(lows, ", "))
+	return survey.LiveFinding{
+		ID:        "msquic-old-path-probe-losses-cut-new-path-window",
+		Questions: []string{"Q3"},
+		Statement: st,
+		Requirement: "RFC 9000 §9.4: packets sent on the old path after a migration must not feed the new path's congestion controller or RTT estimator " +
+			"(the congestion side of Q3); RFC 9002 §7.3.2: a congestion event is entered on the loss of a packet sent after the start of the current recovery period, " +
+			"for packets that belong to this controller's path",
+		Reproduction: "sudo migaudit run --impl msquic --instrument --reps 1  # then: zcat <out>/rep1/server.instrument.log.gz | grep -E 'PATH_ACTIVE|SENT|LOSS'",
+		Fix: "Keep the old path's probes out of the active path's congestion controller: do not pass losses of packets sent on a path other than Paths[0] to " +
+			"QuicCongestionControlOnDataLost (the packets' PathId, once stamped, says which path), or stop challenging the old path once the peer has moved " +
+			"to a new one. With either, the window after the reset grows from 12,200 B instead of being cut to the 2,440 B floor",
 	}
 }

@@ -54,8 +54,14 @@ func TestLiveFindingsFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lf) != 1 {
+	if len(lf) != 2 || lf[1].ID != "msquic-old-path-probe-losses-cut-new-path-window" {
 		t.Fatalf("%d findings", len(lf))
+	}
+	for _, want := range []string{"in 2 of 2 instrumented repetitions", "2 of 4 congestion events were started by the loss of a packet sent to the old address",
+		"(2 runs of packets went there after the switch, the last 0.05 s after it)", "5978 B after 210 ms, 5978 B after 210 ms"} {
+		if !strings.Contains(lf[1].Statement, want) {
+			t.Errorf("probe statement lacks %q: %s", want, lf[1].Statement)
+		}
 	}
 	f := lf[0]
 	if strings.Join(f.Repetitions, ",") != "instrumented/rep1,instrumented/rep2" || len(f.Figures) != 2 {
@@ -64,7 +70,8 @@ func TestLiveFindingsFor(t *testing.T) {
 	g := f.Figures[0]
 	if g.NewPathID != 1 || g.PrevPathID != 0 || g.EligibleAfter != 3 || g.DifferentPathAfter != 3 || g.UpdatesAfter != 0 ||
 		g.LargestPathIDsAfter["0"] != 3 || g.AckPathIDsAfter["1"] != 3 || g.FirstSentOnNewStampedPathID != 0 || g.SRTTAfterUS != 333000 ||
-		g.CongestionEventsAfter != 2 || g.LowestWindowAfter != 5978 || g.OldPathCongestionEventsAfter != 1 || g.PatchSHA256 != "ab" ||
+		g.CongestionEventsAfter != 2 || g.LowestWindowAfter != 5978 || g.OldPathCongestionEventsAfter != 1 ||
+		g.LowestWindowAfterUS != 210000 || g.OldPathSendsAfter != 1 || g.OldPathLastSendAfterUS != 50000 || g.PatchSHA256 != "ab" ||
 		g.Log != "data/evidence/msquic/instrumented/rep1/server.instrument.log.gz" {
 		t.Errorf("figures %+v", g)
 	}
@@ -73,7 +80,7 @@ func TestLiveFindingsFor(t *testing.T) {
 			t.Errorf("statement lacks %q: %s", want, f.Statement)
 		}
 	}
-	if len(f.Evidence) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "no mirror") {
+	if len(f.Evidence) != 0 || len(notes) != 2 || !strings.Contains(notes[0], "no mirror") {
 		t.Errorf("without a mirror: evidence %v, notes %v", f.Evidence, notes)
 	}
 
@@ -94,6 +101,9 @@ func TestFindingAnchorsAtPin(t *testing.T) {
 	list := mirrors.Resolve("")
 	if mirrorFor(list, pin.Upstream) == "" {
 		t.Skip("no msquic mirror (set MIGAUDIT_MIRRORS)")
+	}
+	if _, err := anchorEvidence(Options{Mirrors: list}, pin, msquicProbeAnchors); err != nil {
+		t.Fatal(err)
 	}
 	ev, err := anchorEvidence(Options{Mirrors: list}, pin, msquicRTTAnchors)
 	if err != nil {
