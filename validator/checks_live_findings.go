@@ -245,20 +245,24 @@ func checkLiveFindings(v *Validator, doc, im gjson.Result) (Status, string) {
 	return d.result()
 }
 
-// instrumentedManifest: the repetition's manifest says it ran the
-// instrumented build, with the patch the figures name.
+// instrumentedManifest: the repetition is VALID and its manifest says it
+// ran the instrumented build, with the patch the figures name.
 func instrumentedManifest(dir, patch string) error {
 	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		return fmt.Errorf("no manifest: %w", err)
 	}
 	var m struct {
+		Status string `json:"status"`
 		Result struct {
 			Settings map[string]string `json:"settings"`
 		} `json:"result"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return fmt.Errorf("manifest: %w", err)
+	}
+	if m.Status != "VALID" {
+		return fmt.Errorf("the repetition is %s, not VALID", m.Status)
 	}
 	if m.Result.Settings["instrumented"] != "true" {
 		return fmt.Errorf("the manifest does not record an instrumented build (result.settings.instrumented = %q)", m.Result.Settings["instrumented"])

@@ -55,7 +55,11 @@ func findingRepo(t *testing.T, instrumented string, log func(string) string) str
 	if err := os.WriteFile(filepath.Join(dir, "server.instrument.log.gz"), z.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	man := `{"result": {"settings": {"instrumented": "` + instrumented + `", "instrument_patch_sha256": "` + fixturePatch + `"}}}`
+	status := "VALID"
+	if instrumented == "invalid" {
+		status, instrumented = "INVALID", "true"
+	}
+	man := `{"status": "` + status + `", "result": {"settings": {"instrumented": "` + instrumented + `", "instrument_patch_sha256": "` + fixturePatch + `"}}}`
 	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(man), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +100,7 @@ func TestLiveFindingsPlantedFaults(t *testing.T) {
 		}, want: Fail, says: `the logs give "1 of 2 congestion events"`},
 		{name: "unknown finding", survey: set("msquic-something-else", "live_findings", 0, "id"), want: Fail, says: "no re-derivation"},
 		{name: "probe count edited", survey: set(0, "live_findings", 0, "figures", 0, "old_path_sends_after"), want: Fail, says: "old_path_sends_after 1, the survey 0"},
+		{name: "not a valid repetition", instrumented: "invalid", want: Fail, says: "is INVALID, not VALID"},
 		{name: "not instrumented", instrumented: "false", want: Fail, says: "does not record an instrumented build"},
 		{name: "unlisted repetition", survey: set([]string{"instrumented/rep2"}, "live_findings", 0, "repetitions"), want: Fail, says: "not among the finding's repetitions"},
 		{name: "log outside its repetition", survey: set("data/evidence/msquic/rep1/server.instrument.log.gz", "live_findings", 0, "figures", 0, "log"), want: Fail, says: "not in the repetition's directory"},

@@ -80,13 +80,14 @@ func liveFindingsFor(o Options, pin data.Implementation, w io.Writer) ([]survey.
 	reps, _ := filepath.Glob(filepath.Join(base, "rep*"))
 	sort.Slice(reps, func(i, j int) bool { return repNumber(reps[i]) < repNumber(reps[j]) })
 	var figs []survey.FindingFigures
-	var ids []string
+	var ids, notes []string
 	for _, rd := range reps {
-		f, err := instrumentedFigures(o.RepoRoot, pin.Name, rd)
+		f, skip, err := instrumentedFigures(o.RepoRoot, pin.Name, rd)
 		if err != nil {
 			return nil, nil, err
 		}
-		if f == nil {
+		if skip != "" {
+			notes = append(notes, "live finding: "+InstrumentedDir+"/"+filepath.Base(rd)+" not used: "+skip)
 			continue
 		}
 		figs = append(figs, *f)
@@ -95,7 +96,6 @@ func liveFindingsFor(o Options, pin data.Implementation, w io.Writer) ([]survey.
 	if len(figs) == 0 {
 		return nil, nil, nil
 	}
-	var notes []string
 	var out []survey.LiveFinding
 	for _, sp := range specs {
 		lf := sp.make(figs)
@@ -115,23 +115,27 @@ func repNumber(dir string) int {
 	return n
 }
 
-// instrumentedFigures reads one instrumented repetition directory: nil when
-// it is not one (no manifest saying instrumented, or no server log).
-func instrumentedFigures(root, impl, rd string) (*survey.FindingFigures, error) {
+// instrumentedFigures reads one instrumented repetition directory; skip says
+// why it is not used (no manifest, not an instrumented build, not VALID).
+func instrumentedFigures(root, impl, rd string) (f *survey.FindingFigures, skip string, err error) {
 	mb, err := os.ReadFile(filepath.Join(rd, "manifest.json"))
 	if err != nil {
-		return nil, nil
+		return nil, "no manifest.json", nil
 	}
 	var man struct {
+		Status string `json:"status"`
 		Result struct {
 			Settings map[string]string `json:"settings"`
 		} `json:"result"`
 	}
 	if err := json.Unmarshal(mb, &man); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(rd, "manifest.json"), err)
+		return nil, "", fmt.Errorf("%s: %w", filepath.Join(rd, "manifest.json"), err)
 	}
 	if man.Result.Settings["instrumented"] != "true" {
-		return nil, nil
+		return nil, "its manifest records no instrumented build", nil
+	}
+	if man.Status != "VALID" {
+		return nil, "status " + man.Status + " (the migration did not happen as the scenario claims, or the host spoiled it)", nil
 	}
 	var logPath string
 	for _, n := range []string{"server.instrument.log.gz", "server.instrument.log"} {
@@ -141,17 +145,17 @@ func instrumentedFigures(root, impl, rd string) (*survey.FindingFigures, error) 
 		}
 	}
 	if logPath == "" {
-		return nil, fmt.Errorf("%s: an instrumented repetition without server.instrument.log.gz (re-run with migaudit run --impl %s --instrument)", rd, impl)
+		return nil, "", fmt.Errorf("%s: an instrumented repetition without server.instrument.log.gz (re-run with migaudit run --impl %s --instrument)", rd, impl)
 	}
 	l, err := msquiclog.ReadFile(logPath)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	f := Figures(msquiclog.Summarize(l, true), l)
-	f.Repetition = InstrumentedDir + "/" + filepath.Base(rd)
-	f.Log = filepath.ToSlash(relTo(root, logPath))
-	f.PatchSHA256 = man.Result.Settings["instrument_patch_sha256"]
-	return &f, nil
+	fig := Figures(msquiclog.Summarize(l, true), l)
+	fig.Repetition = InstrumentedDir + "/" + filepath.Base(rd)
+	fig.Log = filepath.ToSlash(relTo(root, logPath))
+	fig.PatchSHA256 = man.Result.Settings["instrument_patch_sha256"]
+	return &fig, "", nil
 }
 
 // Figures turns a server summary into the survey's figures.

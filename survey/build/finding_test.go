@@ -31,7 +31,11 @@ func writeInstrumentedRep(t *testing.T, root string, n int, instrumented string)
 	if err := os.WriteFile(filepath.Join(dir, "server.instrument.log.gz"), z.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	man := `{"result": {"settings": {"instrumented": "` + instrumented + `", "instrument_patch_sha256": "ab"}}}`
+	status := "VALID"
+	if n == 4 {
+		status = "INVALID"
+	}
+	man := `{"status": "` + status + `", "result": {"settings": {"instrumented": "` + instrumented + `", "instrument_patch_sha256": "ab"}}}`
 	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(man), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +54,7 @@ func TestLiveFindingsFor(t *testing.T) {
 	writeInstrumentedRep(t, root, 1, "true")
 	writeInstrumentedRep(t, root, 2, "true")
 	writeInstrumentedRep(t, root, 3, "false") // an ordinary run kept there by mistake: not counted
+	writeInstrumentedRep(t, root, 4, "true")  // INVALID: not counted
 	lf, notes, err := liveFindingsFor(o, pin, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +85,8 @@ func TestLiveFindingsFor(t *testing.T) {
 			t.Errorf("statement lacks %q: %s", want, f.Statement)
 		}
 	}
-	if len(f.Evidence) != 0 || len(notes) != 2 || !strings.Contains(notes[0], "no mirror") {
+	if len(f.Evidence) != 0 || len(notes) != 4 || !strings.Contains(notes[0], "rep3 not used: its manifest records no instrumented build") ||
+		!strings.Contains(notes[1], "rep4 not used: status INVALID") || !strings.Contains(notes[2], "no mirror") {
 		t.Errorf("without a mirror: evidence %v, notes %v", f.Evidence, notes)
 	}
 
