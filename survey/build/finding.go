@@ -254,7 +254,7 @@ func msquicRTTFinding(figs []survey.FindingFigures) survey.LiveFinding {
 		ss = append(ss, fmt.Sprintf("%.2f ms", float64(v)/1000))
 	}
 	sort.Strings(ss)
-	st := fmt.Sprintf("msquic's server never feeds its RTT estimator after it makes the client's new path active: in %d of %d instrumented repetitions "+
+	st := fmt.Sprintf("The msquic server never feeds its RTT estimator after it makes the client's new path active: in %d of %d instrumented repetitions "+
 		"QuicPathSetActive switched Paths[0] to a path with a new ID, and after it %d of %d ACK frames whose largest newly acknowledged packet was ack-eliciting "+
 		"were gated as NewLargestAckDifferentPath and %d updated the estimator (QuicConnUpdateRtt), because every packet's metadata records PathId 0 "+
 		"(in %d of %d: the largest acknowledged packets and the first packet sent on the new path carry 0) while the ACKs arrive on the new path; "+
@@ -301,7 +301,7 @@ func msquicProbeFinding(figs []survey.FindingFigures) survey.LiveFinding {
 			floor++
 		}
 	}
-	st := fmt.Sprintf("msquic's server cuts the reset window of the client's new path for the losses of packets it keeps sending to the client's abandoned address: "+
+	st := fmt.Sprintf("The msquic server cuts the reset window of the client's new path for the losses of packets it keeps sending to the client's abandoned address: "+
 		"in %d of %d instrumented repetitions, in the first second after QuicPathSetActive, %d of %d congestion events were started by the loss of a packet sent to the old address "+
 		"(%d runs of packets went there after the switch, the last %.2f s after it), each cutting the new path's window by 0.7; the window reached %s",
 		switched, n, offPath, events, probes, float64(maxProbeUS)/1e6, strings.Join(lows, ", "))
