@@ -50,6 +50,7 @@ func TestFindingSectionReadsTheLogs(t *testing.T) {
 	md := buf.String()
 	for _, want := range []string{
 		"## Finding: msquic-rtt-never-fed-after-path-switch",
+		"The live answer is explained with instrumented evidence below: [Finding: msquic-rtt-never-fed-after-path-switch](#finding-msquic-rtt-never-fed-after-path-switch).",
 		"**Requirement.** RFC 9002 §5.1.",
 		"1. [`src/core/loss_detection.c:1502`](" + link + ")",
 		"| instrumented/rep1 | path 0 → 1 at 1796300005.090000 | 3 / 2 | 3 | 3 | 0 | 0 ×3 | 1 ×3 | pn 5001 (PathId 0) | 333.00 ms | no capture kept |",
