@@ -61,6 +61,8 @@ type Implementation struct {
 	// the pin: both audits are listed, the differences shown, and the live
 	// answers compared with the audit of the same code.
 	LiveAudit *LiveAudit `json:"live_audit,omitempty"`
+	// LiveFindings explain live observations with instrumented evidence.
+	LiveFindings []LiveFinding `json:"live_findings,omitempty"`
 	// Notes are caveats that belong to this implementation.
 	Notes []string `json:"notes,omitempty"`
 }

@@ -24,6 +24,7 @@ var perImplChecks = []check{
 	{"window", checkWindow, "live.repetitions"},
 	{"collapse-arithmetic", checkCollapseArithmetic, "live.repetitions"},
 	{"rtt", checkRTT, "live.repetitions"},
+	{"live-findings", checkLiveFindings, "live_findings"},
 }
 
 var specificChecks = map[string][]check{
@@ -129,6 +130,13 @@ func eachEvidence(im gjson.Result, fn func(where string, ev gjson.Result)) {
 		if s := c.Get("source"); s.Exists() {
 			fn(fmt.Sprintf("constant %s", c.Get("name").String()), s)
 		}
+		return true
+	})
+	im.Get("live_findings").ForEach(func(_, lf gjson.Result) bool {
+		lf.Get("evidence").ForEach(func(k, ev gjson.Result) bool {
+			fn(fmt.Sprintf("live finding %s evidence %d", lf.Get("id").String(), k.Int()), ev)
+			return true
+		})
 		return true
 	})
 }

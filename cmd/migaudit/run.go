@@ -35,6 +35,7 @@ func newRunCmd() *cobra.Command {
 		skipCal, noProgress     bool
 		strictCal, noMlock      bool
 		capture                 bool
+		instrument              bool
 		retries                 int
 		pinCPUs                 string
 		spin                    time.Duration
@@ -95,6 +96,15 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 			if err := configureUpstream(h, source, commit, deps); err != nil {
 				return err
 			}
+			if instrument {
+				in, ok := h.(upstream.Instrumentable)
+				if !ok {
+					return fmt.Errorf("--instrument: %s has no instrumented build (msquic has: harnesses/msquic/patches/instrument.patch)", h.Name())
+				}
+				if err := in.SetInstrumented(true); err != nil {
+					return err
+				}
+			}
 			sc := liverun.Scenario(scenario)
 			known := false
 			for _, s := range liverun.AllScenarios {
@@ -152,6 +162,7 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 	f.StringVar(&commit, "commit", "", "harnesses built from source: commit, tag or branch to build (default: the pinned commit in data/implementations.json)")
 	f.StringArrayVar(&deps, "dep", nil, "harnesses built from source: a dependency's clone or bare mirror, name=DIR[@COMMIT] (e.g. picotls=/src/picotls, nghttp3=/src/nghttp3@v1.18.0); repeatable")
 	f.BoolVar(&system, "system", false, "ngtcp2: run Debian's ngtcp2 0.12.1 packages (ngtcp2-client, ngtcp2-server) instead of a build from the checkout")
+	f.BoolVar(&instrument, "instrument", false, "harnesses with an instrumented build (msquic): build with the project's instrumentation patch in its own cache entry; each repetition also writes <role>.instrument.log.gz")
 	f.IntVar(&retries, "retries", liverun.DefaultRetries, "re-runs allowed per repetition the host spoiled (its emulation fidelity did not hold in the verdict's window)")
 	f.BoolVar(&strictCal, "strict-calibration", false, "every calibration gate is a veto (jitter and spread included), as before fidelity was measured per repetition")
 	f.StringVar(&pinCPUs, "pin-emulator", "", "pin the emulator's threads to these CPUs (e.g. 1) and the endpoints to the others (measured in docs/testbed.md)")

@@ -32,6 +32,7 @@ func TestRunRefusals(t *testing.T) {
 		{[]string{"--impl", "nosuch"}, "unknown implementation"},
 		{[]string{"--impl", "quic-go", "--scenario", "sideways"}, "unknown --scenario"},
 		{[]string{"--impl", "quic-go", "--retries", "-1"}, "--retries must be 0 or more"},
+		{[]string{"--impl", "quic-go", "--instrument"}, "--instrument: quic-go has no instrumented build (msquic has"},
 	}
 	for _, tc := range tests {
 		cmd := newRunCmd()

@@ -2,7 +2,9 @@ package msquic
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +17,34 @@ import (
 
 //go:embed c/migaudit_msquic.c
 var harnessC []byte
+
+// instrumentPatch is this project's instrumentation of msquic (our own log
+// lines only; the rest is diff context): applied to the exported copy in the
+// build cache for `migaudit run --impl msquic --instrument`, never to the
+// user's checkout. It logs, to the file $MIGAUDIT_INSTRUMENT_LOG names, one
+// RTT_GATE line per ACK frame that acknowledged packets (the receiving path's
+// ID, the largest newly acknowledged packet's number and recorded PathId,
+// NewLargestAckRetransmittable, NewLargestAckDifferentPath and whether
+// QuicConnUpdateRtt ran), PATH_NEW and PATH_ACTIVE lines where path IDs are
+// assigned and QuicPathSetActive swaps Paths[0], and a SENT line whenever the
+// sending path or the PathId stamped on the sent packet's metadata changes.
+// parsers/msquiclog reads the format.
+//
+//go:embed patches/instrument.patch
+var instrumentPatch []byte
+
+// InstrumentPatchFile is the patch's name in the build's files directory
+// (and so in the cache key: upstream.Key hashes every recipe file).
+const InstrumentPatchFile = "patches/instrument.patch"
+
+// InstrumentLogEnv names the file the instrumented library appends to.
+const InstrumentLogEnv = "MIGAUDIT_INSTRUMENT_LOG"
+
+// InstrumentPatchSHA256 is the sha256 of the embedded instrumentation patch.
+func InstrumentPatchSHA256() string {
+	s := sha256.Sum256(instrumentPatch)
+	return hex.EncodeToString(s[:])
+}
 
 // RecipeVersion is part of the build-cache key: bump it when Build changes.
 const RecipeVersion = "msquic-1"
@@ -72,6 +102,24 @@ func LibraryRecipe(o upstream.Options) upstream.Recipe {
 		},
 		Outputs: []string{OutLibrary},
 	}
+}
+
+// InstrumentedLibraryRecipe is LibraryRecipe with patches/instrument.patch
+// applied to the export before cmake runs. Its own cache directory
+// (msquic-instrumented) and key (the patch is one of its Files) keep it apart
+// from the uninstrumented build, whose recipe and key are unchanged.
+func InstrumentedLibraryRecipe(o upstream.Options) upstream.Recipe {
+	r := LibraryRecipe(o)
+	r.Impl = "msquic-instrumented"
+	r.Files = map[string][]byte{InstrumentPatchFile: instrumentPatch}
+	r.Tools = append(r.Tools, "patch")
+	r.Build = func(ctx context.Context, w *upstream.Workspace) error {
+		if err := w.Run(ctx, w.SrcDir, "patch", "-p1", "--forward", "--batch", "-i", filepath.Join(w.FilesDir, filepath.FromSlash(InstrumentPatchFile))); err != nil {
+			return fmt.Errorf("apply %s to the export (does --commit differ from the pin the patch was written for?): %w", InstrumentPatchFile, err)
+		}
+		return buildLibrary(ctx, w, o.Deps[quictlsSource])
+	}
+	return r
 }
 
 // HarnessRecipe compiles c/migaudit_msquic.c against lib (a LibraryRecipe

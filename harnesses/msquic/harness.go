@@ -30,6 +30,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -39,6 +40,10 @@ import (
 	"github.com/migaudit/migaudit/harnesses/run"
 	"github.com/migaudit/migaudit/harnesses/upstream"
 )
+
+// InstrumentLogSuffix follows the role in the instrumented build's log
+// files; the harness gzips them after the run (".gz" appended).
+const InstrumentLogSuffix = ".instrument.log"
 
 const (
 	// Port the server listens on inside the server namespace.
@@ -52,10 +57,11 @@ type Harness struct {
 	// Log receives build progress (nil: discarded).
 	Log io.Writer
 
-	mu   sync.Mutex
-	opts upstream.Options
-	lib  *upstream.Artifact // the library build (msquic + quictls)
-	art  *upstream.Artifact // the harness build (executable + its copy of the library)
+	mu         sync.Mutex
+	opts       upstream.Options
+	instrument bool               // --instrument: InstrumentedLibraryRecipe
+	lib        *upstream.Artifact // the library build (msquic + quictls)
+	art        *upstream.Artifact // the harness build (executable + its copy of the library)
 }
 
 // New returns the msquic harness with the pinned commit and mirror
@@ -81,6 +87,16 @@ func (h *Harness) ConfigureUpstream(o upstream.Options) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.opts, h.art, h.lib = o, nil, nil
+	return nil
+}
+
+// SetInstrumented selects the instrumented library build (`migaudit run
+// --instrument`, build.go's InstrumentedLibraryRecipe): each repetition then
+// also writes server.instrument.log.gz and client.instrument.log.gz.
+func (h *Harness) SetInstrumented(on bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.instrument, h.art, h.lib = on, nil, nil
 	return nil
 }
 
@@ -123,7 +139,11 @@ func (h *Harness) ensure(ctx context.Context) (lib, art *upstream.Artifact, err 
 	if h.art != nil {
 		return h.lib, h.art, nil
 	}
-	lib, err = upstream.Ensure(ctx, LibraryRecipe(h.opts), h.Log)
+	recipe := LibraryRecipe(h.opts)
+	if h.instrument {
+		recipe = InstrumentedLibraryRecipe(h.opts)
+	}
+	lib, err = upstream.Ensure(ctx, recipe, h.Log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,6 +185,20 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	res.Settings["harness_build_record"] = filepath.Join(a.Dir, "build.json")
 	res.Settings["harness_sha256"] = a.SHA256[OutHarness]
 	res.Settings["library_sha256"] = a.SHA256[OutLibrary]
+	h.mu.Lock()
+	instrumented := h.instrument
+	h.mu.Unlock()
+	res.Settings["instrumented"] = strconv.FormatBool(instrumented)
+	if instrumented {
+		res.Settings["instrument_patch_sha256"] = InstrumentPatchSHA256()
+		res.Settings["instrument_patch"] = "harnesses/msquic/" + InstrumentPatchFile
+	}
+	withLog := func(cmd *exec.Cmd, role string) *exec.Cmd {
+		if instrumented {
+			cmd.Env = append(os.Environ(), InstrumentLogEnv+"="+filepath.Join(env.Dir, role+InstrumentLogSuffix))
+		}
+		return cmd
+	}
 
 	size := env.Plan.BodyBytes
 	res.BodyBytes = size
@@ -192,7 +226,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		"--body", strconv.FormatInt(size, 10), "--timeline", filepath.Join(env.Dir, "server.csv"), "--cc", cc, "--poll-us", pollUS,
 		"--keylog", env.KeyLog}
 	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Dir: env.Dir,
-		Cmd: env.Net.Command(ctx, env.Net.ServerNS(), bin, srvArgs...),
+		Cmd: withLog(env.Net.Command(ctx, env.Net.ServerNS(), bin, srvArgs...), "server"),
 		OnStdout: func(s string) {
 			l, ok, err := ParseLine(s)
 			mu.Lock()
@@ -249,7 +283,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	var received int64
 	var clientLocal, libVersion string
 	cli, err := run.Start(run.ProcSpec{Role: "client", NS: env.Net.ClientNS(), Dir: env.Dir,
-		Cmd: env.Net.Command(ctx, env.Net.ClientNS(), bin, cliArgs...),
+		Cmd: withLog(env.Net.Command(ctx, env.Net.ClientNS(), bin, cliArgs...), "client"),
 		OnStdout: func(s string) {
 			l, ok, err := ParseLine(s)
 			mu.Lock()
@@ -314,6 +348,18 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		}
 	}
 	res.ServerTrace, res.ClientTrace = "server.csv", "client.csv"
+	if instrumented {
+		for _, role := range []string{"server", "client"} {
+			p := filepath.Join(env.Dir, role+InstrumentLogSuffix)
+			if _, err := os.Stat(p); err != nil {
+				res.Notes = append(res.Notes, fmt.Sprintf("instrumented build: the %s wrote no %s (%v)", role, filepath.Base(p), err))
+				continue
+			}
+			if _, err := run.CompressFile(p); err != nil {
+				return res, fmt.Errorf("compress %s: %w", p, err)
+			}
+		}
+	}
 	if p, err := mtuAfterMove(filepath.Join(env.Dir, "server.csv")); err == nil {
 		res.Params = map[string]run.Param{"MTU": p}
 	} else {

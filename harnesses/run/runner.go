@@ -412,6 +412,10 @@ func analyse(trace, impl string, sc Scenario, res RepResult, netw pathRTTs) (dis
 	return a, &r, nil
 }
 
+// CompressFile gzips path into path+".gz" and removes path (a ".gz" path
+// is returned as it is); for a harness's own extra files.
+func CompressFile(path string) (string, error) { return gzipFile(path) }
+
 func gzipFile(path string) (string, error) {
 	if strings.HasSuffix(path, ".gz") {
 		return path, nil

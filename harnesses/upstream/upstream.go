@@ -576,6 +576,13 @@ type SystemPackager interface {
 	UseSystemPackage() error
 }
 
+// Instrumentable is implemented by harnesses with an instrumented build
+// (`migaudit run --instrument`): a patch of this project's own applied to
+// the exported copy in the build cache, with its own cache key.
+type Instrumentable interface {
+	SetInstrumented(on bool) error
+}
+
 // ParseDeps parses --dep flags "name=DIR".
 func ParseDeps(flags []string) (map[string]string, error) {
 	out := map[string]string{}

@@ -223,6 +223,12 @@ func buildImpl(ctx context.Context, o Options, pin data.Implementation, reps []r
 	}
 	im.FixCheck = fc
 	im.Notes = append(im.Notes, notes...)
+	lf, notes, err := liveFindingsFor(o, pin, w)
+	if err != nil {
+		return im, err
+	}
+	im.LiveFindings = lf
+	im.Notes = append(im.Notes, notes...)
 	return im, nil
 }
 

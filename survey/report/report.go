@@ -134,6 +134,13 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 		if a.Detail != "" {
 			p("%s\n\n", a.Detail)
 		}
+		for _, lf := range im.LiveFindings {
+			for _, fq := range lf.Questions {
+				if fq == q {
+					p("The live answer is explained with instrumented evidence below: [Finding: %s](#finding-%s).\n\n", lf.ID, lf.ID)
+				}
+			}
+		}
 		for _, r := range a.Roles {
 			p("- %s endpoint: **%s** %s\n", r.Role, r.Answer, r.Detail)
 		}
@@ -246,6 +253,7 @@ func Write(w io.Writer, s *survey.Survey, im *survey.Implementation, o Options) 
 		}
 		p("\n")
 	}
+	writeFindings(w, im, o)
 	p("## Reproduce\n\n```sh\n")
 	p("# source, at the pinned commit (a clone or bare mirror of %s)\n", im.Upstream)
 	p("migaudit audit --impl %s --source <clone-of-%s>\n", im.Name, im.Name)

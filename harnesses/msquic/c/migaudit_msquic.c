@@ -172,24 +172,42 @@ static void *poller(void *arg) {
         HQUIC c = atomic_load(&Conn);
         if (!c || !atomic_load(&Connected) || atomic_load(&Finished)) continue;
         uint64_t t = t_us();
+        /* Each GetParam is a separate operation on the connection's worker:
+         * the active path can change between them. The addresses are read
+         * before and after the statistics and the sample is kept only when
+         * both reads agree, so that a row never joins one path's statistics
+         * to the other path's addresses (a torn sample at the switch gave
+         * the old path's window and MTU under the new peer address). */
         QUIC_STATISTICS_V2 st;
-        uint32_t len = sizeof st;
-        memset(&st, 0, sizeof st);
-        if (QUIC_FAILED(Api->GetParam(c, QUIC_PARAM_CONN_STATISTICS_V2, &len, &st))) continue;
+        uint32_t len;
         QUIC_ADDR la, ra;
-        char ls[80] = "-", rs[80] = "-";
-        len = sizeof la;
-        if (QUIC_SUCCEEDED(Api->GetParam(c, QUIC_PARAM_CONN_LOCAL_ADDRESS, &len, &la))) addr_str(&la, ls, sizeof ls);
-        len = sizeof ra;
-        if (QUIC_SUCCEEDED(Api->GetParam(c, QUIC_PARAM_CONN_REMOTE_ADDRESS, &len, &ra))) addr_str(&ra, rs, sizeof rs);
-        char inflight[24] = "";
+        char ls[80], rs[80], ls2[80], rs2[80];
+        char inflight[24];
+        int consistent = 0;
+        for (int attempt = 0; attempt < 4 && !consistent; attempt++) {
+            strcpy(ls, "-"); strcpy(rs, "-"); strcpy(ls2, "-"); strcpy(rs2, "-");
+            inflight[0] = 0;
+            len = sizeof la;
+            if (QUIC_SUCCEEDED(Api->GetParam(c, QUIC_PARAM_CONN_LOCAL_ADDRESS, &len, &la))) addr_str(&la, ls, sizeof ls);
+            len = sizeof ra;
+            if (QUIC_SUCCEEDED(Api->GetParam(c, QUIC_PARAM_CONN_REMOTE_ADDRESS, &len, &ra))) addr_str(&ra, rs, sizeof rs);
+            len = sizeof st;
+            memset(&st, 0, sizeof st);
+            if (QUIC_FAILED(Api->GetParam(c, QUIC_PARAM_CONN_STATISTICS_V2, &len, &st))) break;
 #ifdef QUIC_PARAM_CONN_NETWORK_STATISTICS
-        QUIC_NETWORK_STATISTICS ns;
-        len = sizeof ns;
-        memset(&ns, 0, sizeof ns);
-        if (QUIC_SUCCEEDED(Api->GetParam(c, QUIC_PARAM_CONN_NETWORK_STATISTICS, &len, &ns)))
-            snprintf(inflight, sizeof inflight, "%" PRIu32, ns.BytesInFlight);
+            QUIC_NETWORK_STATISTICS ns;
+            len = sizeof ns;
+            memset(&ns, 0, sizeof ns);
+            if (QUIC_SUCCEEDED(Api->GetParam(c, QUIC_PARAM_CONN_NETWORK_STATISTICS, &len, &ns)))
+                snprintf(inflight, sizeof inflight, "%" PRIu32, ns.BytesInFlight);
 #endif
+            len = sizeof la;
+            if (QUIC_SUCCEEDED(Api->GetParam(c, QUIC_PARAM_CONN_LOCAL_ADDRESS, &len, &la))) addr_str(&la, ls2, sizeof ls2);
+            len = sizeof ra;
+            if (QUIC_SUCCEEDED(Api->GetParam(c, QUIC_PARAM_CONN_REMOTE_ADDRESS, &len, &ra))) addr_str(&ra, rs2, sizeof rs2);
+            consistent = strcmp(ls, ls2) == 0 && strcmp(rs, rs2) == 0;
+        }
+        if (!consistent) continue;
         char rttvar[16] = "";
         if (st.RttVariance) snprintf(rttvar, sizeof rttvar, "%" PRIu32, st.RttVariance);
         fprintf(f,
