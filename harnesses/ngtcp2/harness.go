@@ -60,7 +60,7 @@ func (h *Harness) Name() string { return "ngtcp2" }
 // the example programs' --cc choices.
 func (h *Harness) Capabilities() run.Capabilities {
 	return run.Capabilities{
-		Scenarios: map[run.Scenario]string{run.Standard: "", run.StepDown: "", run.PortRebind: "", run.NATRebind: "",
+		Scenarios: map[run.Scenario]string{run.Standard: "", run.StepDown: "", run.PortRebind: "", run.NATRebind: "", run.PVDistinct: "",
 			run.MigrateBack: "ngtcp2 0.12.1's example client changes its local address once (--change-local-addr arms a one-shot timer, examples/client.cc start_change_local_addr_timer) and has no way to return to a previous address"},
 		CCs: []string{"cubic", "reno", "bbr", "bbr2"}, DefaultCC: "cubic",
 		CCWhy: "the choices of ngtcp2 0.12.1's gtlsserver/gtlsclient --cc",
