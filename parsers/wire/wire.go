@@ -81,11 +81,11 @@ type Packet struct {
 	Record    int    // 1-based, like tshark's frame.number
 	Path      string // the capture interface's name: pathA, pathB
 	Dir       Direction
-	WireNS    int64  // unix ns: when the emulator wrote it out of the link (or dropped it)
-	ArrivalNS int64  // unix ns it entered the link; 0 when the comment does not say
+	WireNS    int64 // unix ns: when the emulator wrote it out of the link (or dropped it)
+	ArrivalNS int64 // unix ns it entered the link; 0 when the comment does not say
 	// HeldNS is the extra delay the emulator's hold gave the datagram on
 	// purpose (the pv-distinct scenario, comment held=<ns>); 0 otherwise.
-	HeldNS int64
+	HeldNS    int64
 	Fate      string // sent, queue-drop, loss-drop, write-drop; "" when not said
 	Type      PacketType
 	Version   uint32
