@@ -37,6 +37,9 @@ type WireEvidence struct {
 	// evidence keeps a window around the migration, docs/wire.md).
 	lastPN [2]int64
 	notes  []string
+	// pv: the path-validation frames, the packets' departures and the
+	// ACKs, for Q2 (q2.go).
+	pv wirePV
 }
 
 // LoadWireEvidence reads a capture and its key log (keylogPath may be
@@ -54,6 +57,7 @@ func LoadWireEvidence(capturePath, keylogPath string) (*WireEvidence, error) {
 	}
 	for i := range c.Packets {
 		p := &c.Packets[i]
+		w.pv.addPacket(p)
 		if p.Type == wire.OneRTT && p.PN >= 0 {
 			w.numbered = true
 			w.lastPN[p.Dir] = max(w.lastPN[p.Dir], p.PN)
