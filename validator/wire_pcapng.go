@@ -27,6 +27,7 @@ type datagram struct {
 	s2c     bool
 	wireNS  int64 // EPB timestamp: the emulator wrote it out (or dropped it)
 	arrNS   int64 // arr=: it entered the link
+	heldNS  int64 // held=: the emulator delayed it on purpose (pv-distinct)
 	fate    string
 	payload []byte // the captured part of the UDP payload
 	whole   bool   // nothing cut
@@ -261,6 +262,13 @@ func (dg *datagram) readComment(c string) error {
 		dg.arrNS = n
 	}
 	dg.fate = kv["fate"]
+	if h, ok := kv["held"]; ok {
+		n, err := strconv.ParseInt(h, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("comment %q: held: want a number of ns", c)
+		}
+		dg.heldNS = n
+	}
 	if d := kv["dir"]; d != "c2s" && d != "s2c" {
 		return fmt.Errorf("comment %q: no dir=c2s|s2c", c)
 	}
