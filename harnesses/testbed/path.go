@@ -20,13 +20,19 @@ type PathSpec struct {
 	Loss  float64       `json:"loss"`            // random loss per packet and direction, 0..1
 	Burst int           `json:"burst,omitempty"` // token-bucket depth in bytes; 0 = DefaultBurst
 	Queue int           `json:"queue,omitempty"` // drop-tail queue per direction in bytes; 0 = DefaultQueue
-	// Hold delays the first Hold datagrams in each direction after the
-	// path was idle (linkemu.DefaultHoldIdle) by HoldExtra more, beside
+	// Hold delays the first Hold datagrams of at least HoldMinIPSize bytes
+	// in each direction after the path was idle (linkemu.DefaultHoldIdle)
+	// by HoldExtra more, beside
 	// the FIFO (linkemu.Spec.Hold): on a path unused until a migration,
 	// the path validation's datagrams. ParsePath syntax hold=KxDURATION.
 	Hold      int           `json:"hold,omitempty"`
 	HoldExtra time.Duration `json:"hold_extra_ns,omitempty"`
 }
+
+// HoldMinIPSize is the least IP packet the hold counts: a UDP datagram of
+// 1200 B over IPv4, the size every datagram carrying a PATH_CHALLENGE is
+// expanded to (RFC 9000 §8.2.1); ACK-only datagrams pass unheld.
+const HoldMinIPSize = 1200 + 8 + 20
 
 // DefaultQueue is the drop-tail queue used when PathSpec.Queue is 0: one
 // bandwidth-delay product at the path's own RTT, at least 64 KiB, so a

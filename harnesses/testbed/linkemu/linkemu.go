@@ -58,6 +58,11 @@ type Spec struct {
 	Hold      int
 	HoldExtra time.Duration
 	HoldIdle  time.Duration
+	// HoldMinSize: only datagrams of at least this many bytes (as read,
+	// the IP packet) count towards Hold; smaller ones pass. A datagram
+	// carrying a PATH_CHALLENGE is expanded to 1200 B of UDP payload
+	// (RFC 9000 §8.2.1), an ACK-only one is not.
+	HoldMinSize int
 }
 
 // DefaultHoldIdle is the idle gap after which a link with Spec.Hold holds

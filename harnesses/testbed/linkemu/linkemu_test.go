@@ -272,12 +272,21 @@ func TestHold(t *testing.T) {
 		{"first datagram after idle", 1, 0, []int{0}},
 		{"first two", 2, 0, []int{0, 1}},
 		{"re-armed after an idle gap", 1, 150 * time.Millisecond, []int{0, 10}},
+		{"small datagrams pass: the first large one is held", 1, 0, []int{3}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Spec{Delay: 5 * time.Millisecond, Hold: tc.hold, HoldExtra: extra, HoldIdle: 100 * time.Millisecond})
+			minSize := 0
+			if strings.HasPrefix(tc.name, "small") {
+				minSize = 1000
+			}
+			h := newHarness(t, Spec{Delay: 5 * time.Millisecond, Hold: tc.hold, HoldExtra: extra, HoldIdle: 100 * time.Millisecond, HoldMinSize: minSize})
 			for i := range 5 {
-				h.send(t, i, 200)
+				size := 200
+				if i >= 3 {
+					size = 1200
+				}
+				h.send(t, i, size)
 			}
 			seqs, delays, _ := h.collect(5, time.Second)
 			if tc.idleGap > 0 {

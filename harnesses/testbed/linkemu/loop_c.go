@@ -40,7 +40,7 @@ enum { LE_SENT = 0, LE_QDROP = 1, LE_LDROP = 2, LE_WDROP = 3 };
 
 typedef struct {
 	uint64_t ver;
-	int64_t rate, burst, queue, delay, overhead, loss_ppb, hold, hold_extra, hold_idle;
+	int64_t rate, burst, queue, delay, overhead, loss_ppb, hold, hold_extra, hold_idle, hold_min;
 	uint64_t pkts, bytes, qdrops, ldrops;
 	int64_t comp, late_sum, abs_late_sum, max_late;
 	uint64_t slept, behind;
@@ -77,7 +77,7 @@ static void le_record(le_shared *s, int64_t arr, int64_t due, int64_t sent, uint
 	LE_ST(s->rec_n, i + 1);
 }
 
-typedef struct { int64_t rate, burst, queue, delay, overhead, loss_ppb, hold, hold_extra, hold_idle; } le_spec;
+typedef struct { int64_t rate, burst, queue, delay, overhead, loss_ppb, hold, hold_extra, hold_idle, hold_min; } le_spec;
 typedef struct { unsigned char *buf; int n; int64_t due, arr; uint32_t held_us; } le_pkt;
 
 
@@ -121,6 +121,7 @@ static uint64_t le_read_spec(le_shared *s, le_spec *sp) {
 		sp->hold = LE_RLX(s->hold);
 		sp->hold_extra = LE_RLX(s->hold_extra);
 		sp->hold_idle = LE_RLX(s->hold_idle);
+		sp->hold_min = LE_RLX(s->hold_min);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (LE_LD(s->ver) == v1) return v1;
 	}
@@ -218,7 +219,7 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 					}
 					last_release = release;
 				}
-				if (hold_left > 0 && hn < LE_HOLD_CAP) {
+				if (hold_left > 0 && hn < LE_HOLD_CAP && m >= sp.hold_min) {
 					hold_left--;
 					hq[(hhead + hn) % LE_HOLD_CAP] = (le_pkt){buf, (int)m, release + sp.delay + sp.hold_extra, now, (uint32_t)(sp.hold_extra / 1000)};
 					hn++;
@@ -454,6 +455,7 @@ func (l *Link) pushSpec(s Spec) {
 	atomic.StoreInt64(i64(&sh.hold), int64(s.Hold))
 	atomic.StoreInt64(i64(&sh.hold_extra), int64(s.HoldExtra))
 	atomic.StoreInt64(i64(&sh.hold_idle), int64(s.holdIdle()))
+	atomic.StoreInt64(i64(&sh.hold_min), int64(s.HoldMinSize))
 	atomic.StoreUint64(u64(&sh.ver), v+2)
 }
 

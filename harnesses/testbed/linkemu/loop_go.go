@@ -289,7 +289,7 @@ func (l *Link) run() {
 					free = append(free, buf)
 					continue
 				}
-				if holdLeft > 0 && len(hq) < maxHeld {
+				if holdLeft > 0 && len(hq) < maxHeld && m >= b.spec.HoldMinSize {
 					holdLeft--
 					x := b.spec.HoldExtra
 					hq = append(hq, packet{buf: buf, n: m, due: due + int64(x), arr: arr, heldUS: uint32(x / time.Microsecond)})
