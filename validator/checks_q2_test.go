@@ -160,3 +160,39 @@ func TestQ2Decide(t *testing.T) {
 		})
 	}
 }
+
+// A capture holds every IP packet the TUN devices carried, ICMP errors
+// included (port unreachable after a run's connection closed, seen in a
+// live pv-distinct capture): such a record is skipped, numbering kept, as
+// parsers/wire skips it; a UDP record that is malformed still fails.
+func TestWireSkipsICMP(t *testing.T) {
+	ifaces, recs := readFixtureRecords(t)
+	icmp := make([]byte, 28)
+	icmp[0], icmp[9] = 0x45, 1 // IPv4, protocol ICMP
+	icmp[3] = 28
+	extra := recs[len(recs)-1]
+	extra.data, extra.ci.CaptureLength, extra.ci.Length = icmp, len(icmp), len(icmp)
+	edited := append(append([]fixtureRecord(nil), recs[:10]...), extra)
+	edited = append(edited, recs[10:]...)
+	dir := filepath.Join(t.TempDir(), "rep1")
+	writeRepetition(t, dir, ifaces, edited, fixtureKeyLog(t))
+	m, err := ReadWire(filepath.Join(dir, WireCaptureFile), filepath.Join(dir, WireKeyLogFile))
+	if err != nil {
+		t.Fatalf("an ICMP record: %v", err)
+	}
+	orig := readFixtureWire(t)
+	if len(m.Sent[1]) != len(orig.Sent[1]) || len(m.Probes) != len(orig.Probes) {
+		t.Errorf("with the ICMP record: %d server packets, %d probes; without: %d, %d", len(m.Sent[1]), len(m.Probes), len(orig.Sent[1]), len(orig.Probes))
+	}
+	if p := m.Probes[0]; p.Record != orig.Probes[0].Record+1 {
+		t.Errorf("first probe at record %d, want %d (the skipped record keeps its number)", p.Record, orig.Probes[0].Record+1)
+	}
+	udp := append([]byte(nil), icmp...)
+	udp[9] = 17 // UDP, but its header is cut
+	extra.data = udp
+	edited[10] = extra
+	writeRepetition(t, dir, ifaces, edited, fixtureKeyLog(t))
+	if _, err := ReadWire(filepath.Join(dir, WireCaptureFile), filepath.Join(dir, WireKeyLogFile)); err == nil || !strings.Contains(err.Error(), "record 11 ") {
+		t.Errorf("a cut UDP record: %v, want an error naming record 11", err)
+	}
+}
