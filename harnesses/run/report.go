@@ -211,29 +211,11 @@ func describe(prefix string, valid []RepSummary, get func(RepSummary) *discrimin
 	out = append(out, s)
 	out = append(out, "pre-migration peaks "+rangeB(peaks))
 	if len(rtts) > 0 {
-		keys := make([]string, 0, len(attr))
-		for k := range attr {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var as []string
-		for _, k := range keys {
-			as = append(as, fmt.Sprintf("%s %d/%d", k, attr[k], n))
-		}
-		out = append(out, fmt.Sprintf("first post-migration RTT %s (%s)", rangeMS(rtts), strings.Join(as, ", ")))
+		out = append(out, fmt.Sprintf("first post-migration RTT %s (%s)", rangeMS(rtts), counts(attr, n)))
 	}
 	// Q3 per repetition, and how many the wire decided (the rest rest on
 	// RTT values: no capture or no key log).
-	answers := make([]string, 0, len(q3))
-	for k := range q3 {
-		answers = append(answers, k)
-	}
-	sort.Strings(answers)
-	var qs []string
-	for _, k := range answers {
-		qs = append(qs, fmt.Sprintf("%s %d/%d", k, q3[k], n))
-	}
-	out = append(out, fmt.Sprintf("Q3 %s (through the packet on the wire %d/%d)", strings.Join(qs, ", "), onWire, n))
+	out = append(out, fmt.Sprintf("Q3 %s (through the packet on the wire %d/%d)", counts(q3, n), onWire, n))
 	if q2 := describeQ2(valid, get); q2 != "" {
 		out = append(out, q2)
 	}
@@ -276,15 +258,6 @@ func describeQ2(valid []RepSummary, get func(RepSummary) *discriminator.Analysis
 	if n == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(count))
-	for k := range count {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var qs []string
-	for _, k := range keys {
-		qs = append(qs, fmt.Sprintf("%s %d/%d", k, count[k], n))
-	}
 	var why []string
 	if len(pv) > 0 {
 		s := "validation round trip " + rangeMS(pv) + " on the wire"
@@ -303,11 +276,25 @@ func describeQ2(valid []RepSummary, get func(RepSummary) *discriminator.Analysis
 		}
 		why = append(why, s)
 	}
-	out := "Q2 " + strings.Join(qs, ", ")
+	out := "Q2 " + counts(count, n)
 	if len(why) > 0 {
 		out += " (" + strings.Join(why, "; ") + ")"
 	}
 	return out
+}
+
+// counts renders a tally as "A 1/5, B 4/5", keys in order.
+func counts(m map[string]int, n int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", k, m[k], n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func abs(x int64) int64 {
