@@ -1,6 +1,8 @@
 package discriminator
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -143,5 +145,33 @@ func TestQ2OnRecordedCapture(t *testing.T) {
 	}
 	if q.Challenge.Dir != "s2c" || q.Response.Dir != "c2s" || q.Challenge.Data != q.Response.Data {
 		t.Errorf("exchange %+v → %+v", q.Challenge, q.Response)
+	}
+}
+
+// WireBeside finds a repetition's capture beside its trace, or one level
+// up when the trace sits in a subdirectory (ngtcp2's qlog-server/), and
+// nothing further up.
+func TestWireBeside(t *testing.T) {
+	root := t.TempDir()
+	rep := filepath.Join(root, "rep1")
+	for _, f := range []string{WireCaptureName, KeyLogName, "server.sqlog.gz", "qlog-server/x.qlog", "a/b/deep.qlog"} {
+		p := filepath.Join(rep, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct{ trace, capture string }{
+		{"server.sqlog.gz", filepath.Join(rep, WireCaptureName)},
+		{"qlog-server/x.qlog", filepath.Join(rep, WireCaptureName)},
+		{"a/b/deep.qlog", ""},
+	}
+	for _, c := range cases {
+		got, kl := WireBeside(filepath.Join(rep, c.trace))
+		if got != c.capture || (got != "" && kl != filepath.Join(rep, KeyLogName)) {
+			t.Errorf("WireBeside(%s) = %q, %q; want %q", c.trace, got, kl, c.capture)
+		}
 	}
 }
