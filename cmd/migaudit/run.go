@@ -63,8 +63,9 @@ verdict depends on (docs/testbed.md). One the host spoiled is kept under
 
 Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 (address changes without the client validating the path), migrate-back (A→B→A),
-pv-distinct (as standard, but path B's first datagram each way after it was idle,
-the path validation, waits 100 ms more: Q2 is decided live from the wire).`,
+pv-distinct (as standard, but path B's first two PATH_CHALLENGE-sized datagrams each
+way after it was idle, the path validation, wait 100 ms more: Q2 is decided live from
+the wire).`,
 		Example: `  sudo migaudit run --impl ngtcp2 --reps 5
   sudo migaudit run --impl quic-go --scenario migrate-back --reps 3 --out results/qg-back
   sudo migaudit run --impl ngtcp2 --scenario port-rebind --cc reno --transfer 15s`,
