@@ -146,5 +146,10 @@ type Analysis struct {
 	RTT              RTTAttribution `json:"rtt"`
 	Q1               Verdict        `json:"q1"`
 	Q3               Verdict        `json:"q3"`
-	Warnings         []string       `json:"warnings,omitempty"`
+	// Q2 is decided from the wire (the path validation's round trip)
+	// and the estimator's first value after the reset; nil without wire
+	// evidence. Only a repetition whose validation and data round trips
+	// differ (Q2.Distinct, the pv-distinct scenario) can answer it.
+	Q2       *Q2Live  `json:"q2,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }

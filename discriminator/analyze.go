@@ -66,6 +66,7 @@ func Analyze(tl *timeline.Timeline, opt Options) (Analysis, error) {
 	if opt.Wire != nil {
 		a.RTT = attributeRTT(in, samples[startIdx:], noAcks{})
 		a.applyWire(opt.Wire, in, samples[startIdx:], events)
+		a.Q2 = decideQ2(opt.Wire, in, a.Vantage, samples[startIdx:])
 	} else {
 		a.RTT = attributeRTT(in, samples[startIdx:], eventAcks(events))
 	}

@@ -37,6 +37,9 @@ type WireEvidence struct {
 	// evidence keeps a window around the migration, docs/wire.md).
 	lastPN [2]int64
 	notes  []string
+	// pv: the path-validation frames, the packets' departures and the
+	// ACKs, for Q2 (q2.go).
+	pv wirePV
 }
 
 // LoadWireEvidence reads a capture and its key log (keylogPath may be
@@ -54,6 +57,7 @@ func LoadWireEvidence(capturePath, keylogPath string) (*WireEvidence, error) {
 	}
 	for i := range c.Packets {
 		p := &c.Packets[i]
+		w.pv.addPacket(p)
 		if p.Type == wire.OneRTT && p.PN >= 0 {
 			w.numbered = true
 			w.lastPN[p.Dir] = max(w.lastPN[p.Dir], p.PN)
@@ -69,18 +73,23 @@ func LoadWireEvidence(capturePath, keylogPath string) (*WireEvidence, error) {
 }
 
 // WireBeside finds the wire evidence beside a trace: the capture's path
-// ("" when there is none) and the key log's ("" when there is none).
+// ("" when there is none) and the key log's ("" when there is none). A
+// trace in a subdirectory of its repetition (ngtcp2's and picoquic's
+// qlog-server/) finds the repetition's capture one level up.
 func WireBeside(tracePath string) (capturePath, keylogPath string) {
 	dir := filepath.Dir(tracePath)
-	c := filepath.Join(dir, WireCaptureName)
-	if _, err := os.Stat(c); err != nil {
-		return "", ""
+	for range 2 {
+		c := filepath.Join(dir, WireCaptureName)
+		if _, err := os.Stat(c); err == nil {
+			k := filepath.Join(dir, KeyLogName)
+			if _, err := os.Stat(k); err != nil {
+				k = ""
+			}
+			return c, k
+		}
+		dir = filepath.Dir(dir)
 	}
-	k := filepath.Join(dir, KeyLogName)
-	if _, err := os.Stat(k); err != nil {
-		k = ""
-	}
-	return c, k
+	return "", ""
 }
 
 // WireRTT is the packet evidence behind the post-migration RTT samples:

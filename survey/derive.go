@@ -151,6 +151,28 @@ func LiveAnswers(l *Live) (q1, q2, q3, detail string) {
 	return q1, q2, q3, strings.Join(parts, "; ")
 }
 
+// LiveQ2 aggregates the per-repetition Q2 of a pv-distinct run under the
+// same rule: only repetitions that count as a migration, the one verdict
+// of those that decide (YES/NO), UNKNOWN when they differ, "" when none
+// decides (a repetition without q2, or not valid for Q2, is undecided).
+func LiveQ2(l *Live) (answer, detail string) {
+	if l == nil {
+		return "", ""
+	}
+	var vs []string
+	for _, r := range l.Repetitions {
+		if !CountsAsMigration(r.Migration.Kind) {
+			continue
+		}
+		v := "UNKNOWN"
+		if r.Q2 != nil {
+			v = r.Q2.Answer
+		}
+		vs = append(vs, v)
+	}
+	return unanimous(vs)
+}
+
 // unanimous returns the common YES/NO verdict, UNKNOWN when the repetitions
 // disagree, or "" when none decided.
 func unanimous(vs []string) (string, string) {
@@ -247,6 +269,12 @@ func Finalise(s *Survey) {
 			vantage = im.Live.Repetitions[0].Vantage
 		}
 		live := map[string]string{"Q1": q1, "Q2": q2, "Q3": q3}
+		// Q2 live comes from the pv-distinct repetitions when there are
+		// any: only there do the validation and data round trips differ.
+		var d2 string
+		if pv := im.Scenario(PVDistinct); pv != nil {
+			live["Q2"], d2 = LiveQ2(pv)
+		}
 		for _, q := range Questions {
 			a := im.Answer(q)
 			if a == nil {
@@ -254,8 +282,12 @@ func Finalise(s *Survey) {
 				a = &im.Answers[len(im.Answers)-1]
 			}
 			a.LiveAnswer = live[q]
-			if detail != "" && a.LiveAnswer == "UNKNOWN" {
-				a.Detail = strings.TrimSpace(a.Detail + " Live: " + detail + ".")
+			d := detail
+			if q == "Q2" && d2 != "" {
+				d = d2
+			}
+			if d != "" && a.LiveAnswer == "UNKNOWN" {
+				a.Detail = strings.TrimSpace(a.Detail + " Live: " + d + ".")
 			}
 			if d := Reconcile(im.Name, a, vantage); d != nil {
 				s.Disagreements = append(s.Disagreements, *d)

@@ -53,6 +53,10 @@ type Implementation struct {
 	Reachability *Reachability `json:"reachability,omitempty"`
 	Constants    []Constant    `json:"constants"`
 	Live         *Live         `json:"live,omitempty"`
+	// LiveScenarios is the evidence of non-standard scenarios, read from
+	// data/evidence/<impl>/<scenario>/rep* (the standard scenario stays
+	// in Live): pv-distinct answers Q2 live.
+	LiveScenarios []LiveScenario `json:"live_scenarios,omitempty"`
 	// FixCheck says whether a fix would be visible to the live check.
 	FixCheck *FixCheck `json:"fix_check,omitempty"`
 	// LiveCode is which code the own live runs ran (from their manifests).
@@ -181,6 +185,37 @@ type RunRecordRef struct {
 	Reconstructed bool `json:"reconstructed,omitempty"`
 }
 
+// LiveScenario is one non-standard scenario's live evidence.
+type LiveScenario struct {
+	Scenario string `json:"scenario"`
+	Live     *Live  `json:"live"`
+}
+
+// PVDistinct is the scenario whose repetitions answer Q2 live.
+const PVDistinct = "pv-distinct"
+
+// Scenario is the live evidence of the named non-standard scenario, nil
+// when there is none.
+func (im *Implementation) Scenario(name string) *Live {
+	for _, s := range im.LiveScenarios {
+		if s.Scenario == name {
+			return s.Live
+		}
+	}
+	return nil
+}
+
+// RepQ2 is one repetition's live Q2: the validation round trip and the
+// new path's data round trip on the wire, the estimator's first value
+// after the reset, and the answer they give (discriminator.Q2Live).
+type RepQ2 struct {
+	Answer          string `json:"answer"`
+	PVRTTUS         int64  `json:"pv_rtt_us,omitempty"`
+	DataRTTUS       int64  `json:"data_rtt_us,omitempty"`
+	FirstRTTAfterUS int64  `json:"first_rtt_after_us,omitempty"`
+	Detail          string `json:"detail"`
+}
+
 // Repetition is one live run (or one reference trace / timeline).
 type Repetition struct {
 	ID string `json:"id"`
@@ -207,6 +242,7 @@ type Repetition struct {
 	RTT               RTT        `json:"rtt"`
 	Q1                string     `json:"q1"`
 	Q3                string     `json:"q3"`
+	Q2                *RepQ2     `json:"q2,omitempty"`
 	Warnings          []string   `json:"warnings,omitempty"`
 	Constants         []LiveCons `json:"constants,omitempty"`
 }

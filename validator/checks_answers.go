@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/migaudit/migaudit/survey"
 	"github.com/tidwall/gjson"
 )
 
@@ -72,6 +73,25 @@ func liveVerdicts(im gjson.Result) map[string]string {
 	out["Q1"], out["Q3"] = agg(q1), agg(q3)
 	if valid > 0 && defaults == valid {
 		out["Q2"] = "NO"
+	}
+	// Q2 live comes from the pv-distinct repetitions when there are any
+	// (their q2, re-derived by the "q2" check), under the same rule.
+	for _, sc := range im.Get("live_scenarios").Array() {
+		if sc.Get("scenario").String() != survey.PVDistinct {
+			continue
+		}
+		var q2 []string
+		for _, rep := range sc.Get("live.repetitions").Array() {
+			if k := rep.Get("migration.kind").String(); k != "ip" && k != "path-change" {
+				continue
+			}
+			v := rep.Get("q2.answer").String()
+			if v == "" {
+				v = "UNKNOWN"
+			}
+			q2 = append(q2, v)
+		}
+		out["Q2"] = agg(q2)
 	}
 	return out
 }

@@ -321,6 +321,10 @@ func (c check) applies(im gjson.Result) bool {
 		n := 0
 		eachEvidence(im, func(string, gjson.Result) { n++ })
 		return n > 0
+	case "q2":
+		n := 0
+		q2Reps(im, func(string, string, gjson.Result) { n++ })
+		return n > 0
 	}
 	r := im.Get(c.claim)
 	return r.Exists() && !(r.IsArray() && len(r.Array()) == 0)

@@ -93,6 +93,21 @@ func loadWire(dir string) (*WireMap, error) {
 	return m, err
 }
 
+// wireDir is the repetition directory holding a trace's wire evidence:
+// the trace's own, or the one above it for a trace kept in a
+// subdirectory of its repetition (ngtcp2's, picoquic's qlog-server/).
+func wireDir(trace string) string {
+	dir := filepath.Dir(trace)
+	if _, err := os.Stat(filepath.Join(dir, WireCaptureFile)); err != nil {
+		if up := filepath.Dir(dir); up != dir {
+			if _, err := os.Stat(filepath.Join(up, WireCaptureFile)); err == nil {
+				return up
+			}
+		}
+	}
+	return dir
+}
+
 // CheckWireClaim re-derives a claim from the wire evidence in repDir
 // (wire.pcapng.gz and keylog.txt).
 func CheckWireClaim(repDir string, c WireClaim) (Status, string) {
@@ -242,7 +257,7 @@ func checkWireClaims(v *Validator, doc, im gjson.Result) (Status, string) {
 			d.fail("%s: %v", rid, err)
 			continue
 		}
-		dir := filepath.Dir(trace)
+		dir := wireDir(trace)
 		if want := rep.Get("wire_sha256").String(); want != "" {
 			got, err := v.fileSHA(filepath.Join(dir, WireCaptureFile))
 			switch {

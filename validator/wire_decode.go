@@ -22,6 +22,7 @@ type WireSighting struct {
 	Path   string // the capture interface: pathA, pathB
 	WireNS int64  // unix ns the emulator wrote it out of the link (or dropped it)
 	ArrNS  int64  // unix ns it entered the link; 0 when not said
+	HeldNS int64  // the emulator's deliberate extra delay (held=), 0 when none
 	Fate   string // sent, queue-drop, loss-drop, write-drop; "" when not said
 	Opened bool   // whole and authenticated: its frames were read
 }
@@ -310,7 +311,7 @@ func (d *wireDecoder) shortHeader(dg *datagram, pkt []byte) error {
 		return nil // no key log, or no handshake seen yet
 	}
 	pnOff := 1 + d.cidLen[s]
-	sighting := WireSighting{Record: dg.record, Path: dg.path, WireNS: dg.wireNS, ArrNS: dg.arrNS, Fate: dg.fate}
+	sighting := WireSighting{Record: dg.record, Path: dg.path, WireNS: dg.wireNS, ArrNS: dg.arrNS, HeldNS: dg.heldNS, Fate: dg.fate}
 	if pnOff+20 > len(pkt) {
 		if dg.whole {
 			return fmt.Errorf("1-RTT packet of %d bytes is shorter than its header protection sample", len(pkt))
@@ -417,7 +418,7 @@ func (d *wireDecoder) appKeys() error {
 // appFrames records an opened 1-RTT packet's ACK and path probe frames.
 func (d *wireDecoder) appFrames(dg *datagram, pn int64, plain []byte) error {
 	s := dirIndex(dg.s2c)
-	seen := WireSighting{Record: dg.record, Path: dg.path, WireNS: dg.wireNS, ArrNS: dg.arrNS, Fate: dg.fate, Opened: true}
+	seen := WireSighting{Record: dg.record, Path: dg.path, WireNS: dg.wireNS, ArrNS: dg.arrNS, HeldNS: dg.heldNS, Fate: dg.fate, Opened: true}
 	return walkFrames(plain, func(typ uint64, c *wireCursor) error {
 		switch typ {
 		case 0x02, 0x03:

@@ -27,6 +27,7 @@ type datagram struct {
 	s2c     bool
 	wireNS  int64 // EPB timestamp: the emulator wrote it out (or dropped it)
 	arrNS   int64 // arr=: it entered the link
+	heldNS  int64 // held=: the emulator delayed it on purpose (pv-distinct)
 	fate    string
 	payload []byte // the captured part of the UDP payload
 	whole   bool   // nothing cut
@@ -135,10 +136,14 @@ func walkBlocks(name string, data []byte) ([]datagram, error) {
 			}
 			ifaces = append(ifaces, ifc)
 		case blockEPB:
+			at := where() // this record's number, before counting it
 			epbs++
 			dg, err := readEPB(order, body, ifaces)
+			if errors.Is(err, errNotUDP) {
+				break
+			}
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", where(), err)
+				return nil, fmt.Errorf("%s: %w", at, err)
 			}
 			dg.record = epbs
 			out = append(out, dg)
@@ -261,6 +266,13 @@ func (dg *datagram) readComment(c string) error {
 		dg.arrNS = n
 	}
 	dg.fate = kv["fate"]
+	if h, ok := kv["held"]; ok {
+		n, err := strconv.ParseInt(h, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("comment %q: held: want a number of ns", c)
+		}
+		dg.heldNS = n
+	}
 	if d := kv["dir"]; d != "c2s" && d != "s2c" {
 		return fmt.Errorf("comment %q: no dir=c2s|s2c", c)
 	}
@@ -270,6 +282,12 @@ func (dg *datagram) readComment(c string) error {
 
 // udpPayload strips the IP and UDP headers of a raw IP packet; udpLen is
 // the payload's length as the UDP header states it.
+// errNotUDP marks a record that is an IP packet but no UDP datagram (an
+// ICMP error the endpoints' kernels sent across a path, e.g. port
+// unreachable after the connection closed): the TUN device carried it, so
+// the capture holds it; it is skipped, as parsers/wire skips it.
+var errNotUDP = errors.New("not UDP")
+
 func udpPayload(linkType uint16, p []byte) (payload []byte, udpLen int, err error) {
 	switch linkType {
 	case linkTypeRaw, linkTypeRawAlt, linkTypeIPv4, linkTypeIPv6:
@@ -287,7 +305,7 @@ func udpPayload(linkType uint16, p []byte) (payload []byte, udpLen int, err erro
 		}
 		hdr = int(p[0]&0x0f) * 4
 		if p[9] != 17 {
-			return nil, 0, fmt.Errorf("IPv4 protocol %d, not UDP", p[9])
+			return nil, 0, fmt.Errorf("IPv4 protocol %d: %w", p[9], errNotUDP)
 		}
 		if binary.BigEndian.Uint16(p[6:])&0x3fff != 0 {
 			return nil, 0, fmt.Errorf("IPv4 fragment")
@@ -298,7 +316,7 @@ func udpPayload(linkType uint16, p []byte) (payload []byte, udpLen int, err erro
 		}
 		hdr = 40
 		if p[6] != 17 {
-			return nil, 0, fmt.Errorf("IPv6 next header %d, not UDP (extension headers are not read)", p[6])
+			return nil, 0, fmt.Errorf("IPv6 next header %d (extension headers are not read): %w", p[6], errNotUDP)
 		}
 	default:
 		return nil, 0, fmt.Errorf("IP version %d", p[0]>>4)

@@ -59,7 +59,7 @@ func newHarnessCmd() *cobra.Command {
 	f.StringVar(&co.Server, "server", "", "server ip:port")
 	f.StringVar(&co.LocalA, "local-a", "", "path-A address to start from")
 	f.StringVar(&co.LocalB, "local-b", "", "path-B address to migrate to")
-	f.StringVar(&co.Scenario, "scenario", "standard", "standard|step-down|port-rebind|nat-rebind|migrate-back")
+	f.StringVar(&co.Scenario, "scenario", "standard", "standard|step-down|port-rebind|nat-rebind|migrate-back|pv-distinct")
 	f.Int64Var(&co.Size, "size", 0, "bytes to download")
 	f.DurationVar(&co.MigrateAt, "migrate-at", 5*time.Second, "migrate this long after the handshake")
 	f.DurationVar(&co.BackAfter, "back-after", 5*time.Second, "migrate-back: return to path A this long after leaving it")

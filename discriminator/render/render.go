@@ -187,6 +187,9 @@ func summaryRows(a discriminator.Analysis) [][]string {
 		[]string{"Q1 (RFC 9000 §9.4 reset)", verdict(a.Q1)},
 		[]string{"Q3 (old path excluded)", verdict(a.Q3)},
 	)
+	if a.Q2 != nil {
+		rows = append(rows, []string{"Q2 (RFC 9002 §6.2.2 seed)", a.Q2.Answer + " — " + a.Q2.Detail})
+	}
 	return append(rows, warnings(a)...)
 }
 

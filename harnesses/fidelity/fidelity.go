@@ -52,6 +52,10 @@ type Dir struct {
 	LossDrops      int     `json:"loss_drops"`
 	WriteDrops     int     `json:"write_drops"`
 	EarliestLateNS int64   `json:"earliest_late_ns,omitempty"` // write time of the first packet over the tolerance
+	// Held counts the datagrams the emulator's hold delayed on purpose
+	// (the pv-distinct scenario); their extra delay is in neither Delay
+	// nor lateness.
+	Held int `json:"held,omitempty"`
 }
 
 // Stall is one host stall: a 1 ms real-time sentinel wake-up that began at

@@ -21,7 +21,7 @@ type ClientOptions struct {
 	// LocalA is the path-A address the connection starts from; LocalB the
 	// path-B address it migrates to.
 	LocalA, LocalB string
-	Scenario       string // standard|step-down|port-rebind|nat-rebind|migrate-back
+	Scenario       string // standard|step-down|port-rebind|nat-rebind|migrate-back|pv-distinct
 	Size           int64
 	MigrateAt      time.Duration // after the handshake
 	BackAfter      time.Duration // migrate-back: B → A this long after A → B
@@ -188,7 +188,7 @@ func migrate(ctx context.Context, conn *quic.Conn, o ClientOptions, start time.T
 			return err
 		}
 		return switchTo(ctx, conn, o.LocalA, em, got)
-	default: // standard, step-down
+	default: // standard, step-down, pv-distinct
 		return switchTo(ctx, conn, o.LocalB, em, got)
 	}
 }

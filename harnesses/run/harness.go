@@ -44,10 +44,18 @@ const (
 	NATRebind Scenario = "nat-rebind"
 	// MigrateBack: A → B at MigrateAt, then B → A at MigrateAt + BackAfter.
 	MigrateBack Scenario = "migrate-back"
+	// PVDistinct: as Standard, but on path B the first datagram in each
+	// direction after the path was idle (the path validation's) waits
+	// 100 ms more, beside the FIFO (testbed.PVDistinct): the new path's
+	// validation round trip (~140 ms for the server) is then at least
+	// twice its data round trip (40 ms), so seeding the new path's RTT
+	// from it (RFC 9002 §6.2.2, Q2) shows in the trace. The wire decides
+	// per repetition whether the two differed (docs/testbed.md).
+	PVDistinct Scenario = "pv-distinct"
 )
 
 // AllScenarios in the order the CLI lists them.
-var AllScenarios = []Scenario{Standard, StepDown, PortRebind, NATRebind, MigrateBack}
+var AllScenarios = []Scenario{Standard, StepDown, PortRebind, NATRebind, MigrateBack, PVDistinct}
 
 // IsIPMigration reports whether s moves the client to another IP address.
 func (s Scenario) IsIPMigration() bool { return s != PortRebind }

@@ -211,30 +211,97 @@ func describe(prefix string, valid []RepSummary, get func(RepSummary) *discrimin
 	out = append(out, s)
 	out = append(out, "pre-migration peaks "+rangeB(peaks))
 	if len(rtts) > 0 {
-		keys := make([]string, 0, len(attr))
-		for k := range attr {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var as []string
-		for _, k := range keys {
-			as = append(as, fmt.Sprintf("%s %d/%d", k, attr[k], n))
-		}
-		out = append(out, fmt.Sprintf("first post-migration RTT %s (%s)", rangeMS(rtts), strings.Join(as, ", ")))
+		out = append(out, fmt.Sprintf("first post-migration RTT %s (%s)", rangeMS(rtts), counts(attr, n)))
 	}
 	// Q3 per repetition, and how many the wire decided (the rest rest on
 	// RTT values: no capture or no key log).
-	answers := make([]string, 0, len(q3))
-	for k := range q3 {
-		answers = append(answers, k)
+	out = append(out, fmt.Sprintf("Q3 %s (through the packet on the wire %d/%d)", counts(q3, n), onWire, n))
+	if q2 := describeQ2(valid, get); q2 != "" {
+		out = append(out, q2)
 	}
-	sort.Strings(answers)
-	var qs []string
-	for _, k := range answers {
-		qs = append(qs, fmt.Sprintf("%s %d/%d", k, q3[k], n))
-	}
-	out = append(out, fmt.Sprintf("Q3 %s (through the packet on the wire %d/%d)", strings.Join(qs, ", "), onWire, n))
 	return out
+}
+
+// describeQ2 summarises Q2 over the repetitions whose analysis carries
+// one (wire evidence), e.g. "Q2 NO 5/5 (validation round trip 131–142 ms
+// on the wire, data 41–44 ms; first estimate 100.0 ms = default)"; ""
+// when none does. Repetitions whose round trips were not 2× apart say so.
+func describeQ2(valid []RepSummary, get func(RepSummary) *discriminator.Analysis) string {
+	count := map[string]int{}
+	var pv, data, first []int64
+	n, notDistinct := 0, 0
+	defaults := 0
+	for _, r := range valid {
+		a := get(r)
+		if a == nil || a.Q2 == nil {
+			continue
+		}
+		q := a.Q2
+		n++
+		count[q.Answer]++
+		if q.PVRTTUS > 0 {
+			pv = append(pv, q.PVRTTUS)
+		}
+		if q.DataRTTUS > 0 {
+			data = append(data, q.DataRTTUS)
+		}
+		if !q.Distinct {
+			notDistinct++
+		}
+		if q.FirstRTTAfterUS > 0 {
+			first = append(first, q.FirstRTTAfterUS)
+			if q.PriorUS > 0 && q.DefaultUS > 0 && abs(q.PriorUS-q.DefaultUS) <= 1000 {
+				defaults++
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	var why []string
+	if len(pv) > 0 {
+		s := "validation round trip " + rangeMS(pv) + " on the wire"
+		if len(data) > 0 {
+			s += ", data " + rangeMS(data)
+		}
+		why = append(why, s)
+	}
+	if notDistinct > 0 {
+		why = append(why, fmt.Sprintf("%d/%d not 2× apart: not valid for Q2", notDistinct, n))
+	}
+	if len(first) > 0 {
+		s := "first estimate " + rangeMS(first)
+		if defaults == len(first) {
+			s += " = default"
+		}
+		why = append(why, s)
+	}
+	out := "Q2 " + counts(count, n)
+	if len(why) > 0 {
+		out += " (" + strings.Join(why, "; ") + ")"
+	}
+	return out
+}
+
+// counts renders a tally as "A 1/5, B 4/5", keys in order.
+func counts(m map[string]int, n int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", k, m[k], n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 func rangeB(v []int64) string {

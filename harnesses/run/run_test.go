@@ -129,6 +129,36 @@ func TestAggregate(t *testing.T) {
 	}
 }
 
+func TestAggregateQ2(t *testing.T) {
+	q2 := func(answer string, pv, data, first, prior int64, distinct bool) RepSummary {
+		return RepSummary{Status: "VALID", Completed: true, Analysis: &discriminator.Analysis{Q3: discriminator.Verdict{Answer: "YES"},
+			Q2: &discriminator.Q2Live{Answer: answer, PVRTTUS: pv, DataRTTUS: data, FirstRTTAfterUS: first, PriorUS: prior, DefaultUS: 100_000, Distinct: distinct}}}
+	}
+	cases := []struct {
+		name string
+		reps []RepSummary
+		want string
+		not  string
+	}{
+		{"no wire: no Q2", []RepSummary{{Status: "VALID", Analysis: &discriminator.Analysis{}}}, "", "Q2"},
+		{"all NO at the default", []RepSummary{q2("NO", 131_000, 41_000, 100_000, 100_000, true), q2("NO", 142_000, 44_000, 100_000, 100_000, true)},
+			"Q2 NO 2/2 (validation round trip 131.0–142.0 ms on the wire, data 41.0–44.0 ms; first estimate 100.0 ms = default)", ""},
+		{"one not distinct", []RepSummary{q2("YES", 140_000, 40_000, 140_000, 140_000, true), q2("UNKNOWN", 60_000, 40_000, 0, 0, false)},
+			"Q2 UNKNOWN 1/2, YES 1/2 (validation round trip 60.0–140.0 ms on the wire, data 40.0 ms; 1/2 not 2× apart: not valid for Q2; first estimate 140.0 ms)", "= default"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Aggregate(PVDistinct, c.reps)
+			if c.want != "" && !strings.Contains(got, c.want) {
+				t.Errorf("aggregate %q\nlacks %q", got, c.want)
+			}
+			if c.not != "" && strings.Contains(got, c.not) {
+				t.Errorf("aggregate %q has %q", got, c.not)
+			}
+		})
+	}
+}
+
 func TestWriteJSONAtomic(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.json")

@@ -91,7 +91,12 @@ func summariseRecords(recs []linkemu.Record, from, to, tol int64) (DirFidelity, 
 		}
 		d.LastSentNS = max(d.LastSentNS, r.Sent)
 		late := r.Sent - r.Due
-		delays = append(delays, r.Sent-r.Arr)
+		// The hold's extra delay is deliberate (Spec.Hold): not the
+		// path's delay, and (Due includes it) not lateness either.
+		delays = append(delays, r.Sent-r.Arr-int64(r.HeldUS)*1000)
+		if r.HeldUS > 0 {
+			d.Held++
+		}
 		lates = append(lates, late)
 		if late > d.LateMaxNS || d.Packets == 1 {
 			d.LateMaxNS, d.LateMaxAtNS = late, r.Sent

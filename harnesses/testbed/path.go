@@ -20,7 +20,19 @@ type PathSpec struct {
 	Loss  float64       `json:"loss"`            // random loss per packet and direction, 0..1
 	Burst int           `json:"burst,omitempty"` // token-bucket depth in bytes; 0 = DefaultBurst
 	Queue int           `json:"queue,omitempty"` // drop-tail queue per direction in bytes; 0 = DefaultQueue
+	// Hold delays the first Hold datagrams of at least HoldMinIPSize bytes
+	// in each direction after the path was idle (linkemu.DefaultHoldIdle)
+	// by HoldExtra more, beside
+	// the FIFO (linkemu.Spec.Hold): on a path unused until a migration,
+	// the path validation's datagrams. ParsePath syntax hold=KxDURATION.
+	Hold      int           `json:"hold,omitempty"`
+	HoldExtra time.Duration `json:"hold_extra_ns,omitempty"`
 }
+
+// HoldMinIPSize is the least IP packet the hold counts: a UDP datagram of
+// 1200 B over IPv4, the size every datagram carrying a PATH_CHALLENGE is
+// expanded to (RFC 9000 §8.2.1); ACK-only datagrams pass unheld.
+const HoldMinIPSize = 1200 + 8 + 20
 
 // DefaultQueue is the drop-tail queue used when PathSpec.Queue is 0: one
 // bandwidth-delay product at the path's own RTT, at least 64 KiB, so a
@@ -62,6 +74,10 @@ func (p PathSpec) Validate() error {
 		return fmt.Errorf("burst %d B must be at least 1600 (one full packet)", p.Burst)
 	case p.Queue < 0 || p.Queue > 0 && p.Queue < 1600:
 		return fmt.Errorf("queue %d B must be at least 1600 (one full packet)", p.Queue)
+	case p.Hold < 0 || p.Hold > maxHold:
+		return fmt.Errorf("hold %d datagrams out of range 0..%d", p.Hold, maxHold)
+	case p.Hold > 0 && (p.HoldExtra <= 0 || p.HoldExtra > 10*time.Second):
+		return fmt.Errorf("hold extra delay %v out of range (0, 10s]", p.HoldExtra)
 	}
 	return nil
 }
@@ -80,6 +96,9 @@ func (p PathSpec) String() string {
 	}
 	if p.Queue > 0 {
 		fmt.Fprintf(&b, ",queue=%d", p.Queue)
+	}
+	if p.Hold > 0 {
+		fmt.Fprintf(&b, ",hold=%dx%s", p.Hold, formatDur(p.HoldExtra))
 	}
 	return b.String()
 }
@@ -107,8 +126,9 @@ func formatDur(d time.Duration) string {
 
 var rateRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)?$`)
 
-// ParsePath parses "RATE,RTT[,LOSS%][,burst=BYTES][,queue=BYTES]", e.g.
-// "20mbit,20ms", "20mbit,40ms,0.5%", "100mbit,10ms,burst=3200". RATE takes
+// ParsePath parses "RATE,RTT[,LOSS%][,burst=BYTES][,queue=BYTES][,hold=KxDURATION]",
+// e.g. "20mbit,20ms", "20mbit,40ms,0.5%", "100mbit,10ms,burst=3200",
+// "20mbit,40ms,hold=1x100ms". RATE takes
 // tc units (bit, kbit, mbit, gbit; kbps etc. are bytes/s as in tc) or
 // "unlimited"; RTT is a Go duration; LOSS is a percentage or a fraction.
 func ParsePath(s string) (PathSpec, error) {
@@ -131,6 +151,17 @@ func ParsePath(s string) (PathSpec, error) {
 		f = strings.TrimSpace(f)
 		field := i + 3
 		switch {
+		case strings.HasPrefix(f, "hold="):
+			k, d, ok := strings.Cut(f[5:], "x")
+			n, err := strconv.Atoi(k)
+			if !ok || err != nil {
+				return p, fmt.Errorf("path %q: field %d: hold: want KxDURATION, e.g. hold=1x100ms", s, field)
+			}
+			x, err := time.ParseDuration(d)
+			if err != nil {
+				return p, fmt.Errorf("path %q: field %d: hold: %w", s, field, err)
+			}
+			p.Hold, p.HoldExtra = n, x
 		case strings.HasPrefix(f, "burst="), strings.HasPrefix(f, "queue="):
 			n, err := strconv.Atoi(f[6:])
 			if err != nil {
@@ -198,6 +229,22 @@ func Standard() Config {
 		PathA: PathSpec{Rate: 20_000_000, RTT: 20 * time.Millisecond},
 		PathB: PathSpec{Rate: 20_000_000, RTT: 40 * time.Millisecond},
 	}
+}
+
+// maxHold bounds PathSpec.Hold (the emulator's hold line holds 64).
+const maxHold = 16
+
+// PVDistinct is Standard with path B's path validation slower than its
+// data: the first two PATH_CHALLENGE-sized datagrams in each direction
+// after B was idle (the client's PATH_CHALLENGEs, the server's
+// PATH_RESPONSE and its own PATH_CHALLENGEs: ngtcp2 sends two at once)
+// wait 100 ms more, beside the FIFO. The server's validation round trip
+// is then about 130–140 ms against 40 ms for data, the client's about
+// 240 ms (docs/testbed.md, "pv-distinct").
+func PVDistinct() Config {
+	c := Standard()
+	c.PathB.Hold, c.PathB.HoldExtra = 2, 100*time.Millisecond
+	return c
 }
 
 // StepDown is the study's Phase 1 pair: B 20 Mbit/s 60 ms.

@@ -25,6 +25,12 @@ func TestParsePath(t *testing.T) {
 		{in: "20mbit,20ms,150%", wantErr: "loss 1.5 out of range"},
 		{in: "20mbit,20ms,burst=100", wantErr: "burst 100 B must be at least 1600"},
 		{in: "20mbit,-5ms", wantErr: "rtt -5ms out of range"},
+		{in: "20mbit,40ms,hold=1x100ms", want: PathSpec{Rate: 20_000_000, RTT: 40 * time.Millisecond, Hold: 1, HoldExtra: 100 * time.Millisecond}},
+		{in: "20mbit,40ms,hold=2x1.5ms", want: PathSpec{Rate: 20_000_000, RTT: 40 * time.Millisecond, Hold: 2, HoldExtra: 1500 * time.Microsecond}},
+		{in: "20mbit,40ms,hold=1", wantErr: "field 3: hold: want KxDURATION"},
+		{in: "20mbit,40ms,hold=1xsoon", wantErr: "field 3: hold:"},
+		{in: "20mbit,40ms,hold=99x10ms", wantErr: "hold 99 datagrams out of range"},
+		{in: "20mbit,40ms,hold=1x0s", wantErr: "hold extra delay 0s out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

@@ -262,7 +262,11 @@ func (t *Testbed) build(ctx context.Context) error {
 
 // linkSpecs splits a path's spec into its two directions.
 func linkSpecs(s PathSpec) (up, down linkemu.Spec) {
-	up = linkemu.Spec{Rate: s.Rate, Burst: s.EffectiveBurst(), Queue: s.EffectiveQueue(), Loss: s.Loss, Delay: s.RTT / 2}
+	up = linkemu.Spec{Rate: s.Rate, Burst: s.EffectiveBurst(), Queue: s.EffectiveQueue(), Loss: s.Loss, Delay: s.RTT / 2,
+		Hold: s.Hold, HoldExtra: s.HoldExtra}
+	if s.Hold > 0 {
+		up.HoldMinSize = HoldMinIPSize
+	}
 	down = up
 	down.Delay = s.RTT - up.Delay
 	return up, down

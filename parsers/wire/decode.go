@@ -85,7 +85,7 @@ func (d *decoder) fail(rec int, format string, args ...any) {
 func (d *decoder) datagram(l *link, b []byte) error {
 	off := 0
 	for off < len(b) {
-		p := Packet{Record: l.rec, Path: l.path, Dir: l.dir, WireNS: l.wireNS, ArrivalNS: l.arrNS, Fate: l.fate, PN: -1, KeyPhase: -1, Whole: l.whole}
+		p := Packet{Record: l.rec, Path: l.path, Dir: l.dir, WireNS: l.wireNS, ArrivalNS: l.arrNS, HeldNS: l.heldNS, Fate: l.fate, PN: -1, KeyPhase: -1, Whole: l.whole}
 		rest := b[off:]
 		var n int
 		var err error

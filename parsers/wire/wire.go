@@ -6,7 +6,8 @@
 //
 // The capture contract: interface 0 is pathA, 1 pathB,
 // LINKTYPE_RAW; each Enhanced Packet Block's comment carries
-// "dir=c2s|s2c arr=<unix ns> fate=sent|queue-drop|loss-drop|write-drop".
+// "dir=c2s|s2c arr=<unix ns> fate=sent|queue-drop|loss-drop|write-drop",
+// and " held=<ns>" on a datagram the emulator held on purpose.
 // Datagrams may be cut to a snap length that keeps the packet number
 // recoverable (header protection sample included); frames are read only
 // where the datagram is whole.
@@ -80,8 +81,11 @@ type Packet struct {
 	Record    int    // 1-based, like tshark's frame.number
 	Path      string // the capture interface's name: pathA, pathB
 	Dir       Direction
-	WireNS    int64  // unix ns: when the emulator wrote it out of the link (or dropped it)
-	ArrivalNS int64  // unix ns it entered the link; 0 when the comment does not say
+	WireNS    int64 // unix ns: when the emulator wrote it out of the link (or dropped it)
+	ArrivalNS int64 // unix ns it entered the link; 0 when the comment does not say
+	// HeldNS is the extra delay the emulator's hold gave the datagram on
+	// purpose (the pv-distinct scenario, comment held=<ns>); 0 otherwise.
+	HeldNS    int64
 	Fate      string // sent, queue-drop, loss-drop, write-drop; "" when not said
 	Type      PacketType
 	Version   uint32
@@ -189,6 +193,7 @@ type link struct {
 	dir       Direction
 	wireNS    int64
 	arrNS     int64
+	heldNS    int64
 	fate      string
 	whole     bool
 	haveDir   bool
@@ -222,6 +227,12 @@ func parseComment(l *link, comments []string) error {
 				l.arrNS = n
 			case "fate":
 				l.fate = v
+			case "held":
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return fmt.Errorf("comment held=%q: %v", v, err)
+				}
+				l.heldNS = n
 			}
 		}
 	}

@@ -200,11 +200,22 @@ func buildImpl(ctx context.Context, o Options, pin data.Implementation, reps []r
 	im.Answers = answersFrom(findings)
 	im.Reachability = reachabilityFrom(pin.Name, findings)
 	im.Constants = constantsFrom(pin, findings, im.SourceAudited)
-	live, notes, err := liveFor(o, pin, im.Constants, reps, w)
+	var std, other []runRep
+	for _, r := range reps {
+		if r.Scenario == "" {
+			std = append(std, r)
+		} else {
+			other = append(other, r)
+		}
+	}
+	live, notes, err := liveFor(o, pin, im.Constants, std, w)
 	if err != nil {
 		return im, err
 	}
 	im.Live = live
+	if im.LiveScenarios, err = scenariosFor(o, pin, other, w); err != nil {
+		return im, err
+	}
 	im.Notes = append(im.Notes, notes...)
 	if live != nil && live.Origin == survey.OwnRuns {
 		lc, notes, err := liveCodeOf(o, pin, reps)

@@ -215,3 +215,69 @@ func noStudy(t *testing.T) {
 	t.Setenv("MIGAUDIT_MIRRORS", "")
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 }
+
+// addPVDistinct lays out pv-distinct repetitions of quic-go under
+// data/evidence/quic-go/pv-distinct/rep<N>, one per Q2 answer.
+func addPVDistinct(t *testing.T, root string, answers ...string) {
+	for i, a := range answers {
+		rep := filepath.Join(root, "data", "evidence", "quic-go", "pv-distinct", "rep"+string(rune('1'+i)))
+		write(t, filepath.Join(rep, "server.sqlog.gz"), []byte("trace bytes "+a))
+		write(t, filepath.Join(rep, "manifest.json"), []byte(`{"implementation":"quic-go","version":"v0.61.0","scenario":"pv-distinct",
+		"paths":{"A":{"rtt_us":20000},"B":{"rtt_us":40000}},"result":{"server_trace":"server.sqlog.gz"}}`))
+		an := discriminator.Analysis{Implementation: "quic-go", Trace: "server.sqlog.gz", Format: "quicgo-qlog", Vantage: "server",
+			Migration: discriminator.Migration{Kind: "path-change", AtUS: 5_000_000, Evidence: "path_challenge received"}, ResetObserved: true,
+			RTT: discriminator.RTTAttribution{FirstAfterUS: 41000, Attribution: "new-path"}, Events: []discriminator.Collapse{},
+			Q1: discriminator.Verdict{Answer: "YES"}, Q3: discriminator.Verdict{Answer: "YES"},
+			Q2: &discriminator.Q2Live{Answer: a, PVRTTUS: 131_000, DataRTTUS: 41_000, FirstRTTAfterUS: 100_000, Detail: "validation round trip 131.00 ms on the wire"}}
+		b, _ := json.Marshal(an)
+		write(t, filepath.Join(rep, "analysis.json"), b)
+	}
+}
+
+// The pv-distinct repetitions land in live_scenarios, not in live, carry
+// their q2, and decide Q2's live answer under the decided-repetition rule.
+func TestBuildPVDistinctAnswersQ2(t *testing.T) {
+	cases := []struct {
+		name    string
+		answers []string
+		live    string
+	}{
+		{"all NO", []string{"NO", "NO"}, "NO"},
+		{"one undecided", []string{"NO", "UNKNOWN"}, "NO"},
+		{"they differ", []string{"NO", "YES"}, "UNKNOWN"},
+		{"none decides", []string{"UNKNOWN"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root, mirrors := world(t, "YES")
+			addPVDistinct(t, root, c.answers...)
+			noStudy(t)
+			out := filepath.Join(root, "data", "survey_results.json")
+			s, err := Run(context.Background(), Options{Out: out, RepoRoot: root, Mirrors: mirrors, Only: []string{"quic-go"}, Audit: fakeAudit, AllowPartial: true}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := survey.Read(out); err != nil {
+				t.Fatalf("written survey does not re-read against the schema: %v", err)
+			}
+			qg := s.Find("quic-go")
+			if len(qg.Live.Repetitions) != 1 {
+				t.Errorf("live has %d repetitions, want the 1 standard one", len(qg.Live.Repetitions))
+			}
+			pv := qg.Scenario(survey.PVDistinct)
+			if pv == nil || len(pv.Repetitions) != len(c.answers) {
+				t.Fatalf("live_scenarios = %+v", qg.LiveScenarios)
+			}
+			if q := pv.Repetitions[0].Q2; q == nil || q.Answer != c.answers[0] || q.PVRTTUS != 131_000 || q.DataRTTUS != 41_000 || q.FirstRTTAfterUS != 100_000 {
+				t.Errorf("rep1 q2 = %+v", q)
+			}
+			a := qg.Answer("Q2")
+			if a.LiveAnswer != c.live {
+				t.Errorf("Q2 live answer %q, want %q (%+v)", a.LiveAnswer, c.live, a)
+			}
+			if c.live == "UNKNOWN" && !strings.Contains(a.Detail, "repetitions disagree: 1 YES, 1 NO") {
+				t.Errorf("Q2 detail %q does not say the repetitions disagree", a.Detail)
+			}
+		})
+	}
+}

@@ -28,10 +28,14 @@ type runRep struct {
 	Manifest map[string]any
 	Analysis *discriminator.Analysis
 	Trace    string // relative to the repo root
+	// Scenario is the manifest's, "" for the standard scenario.
+	Scenario string
 }
 
 // collectRuns finds rep<N> directories with manifest.json and analysis.json
-// under each results directory (default: data/evidence/*).
+// under each results directory (default: data/evidence/*, and the
+// non-standard scenarios' data/evidence/<impl>/<scenario>/rep*). A
+// repetition of a non-standard scenario carries it in runRep.Scenario.
 func collectRuns(o Options) (map[string][]runRep, map[string][]string, error) {
 	dirs := o.Results
 	if len(dirs) == 0 {
@@ -47,6 +51,14 @@ func collectRuns(o Options) (map[string][]runRep, map[string][]string, error) {
 	notes := map[string][]string{}
 	for _, d := range dirs {
 		reps, _ := filepath.Glob(filepath.Join(d, "rep*"))
+		if len(o.Results) == 0 {
+			sub, _ := filepath.Glob(filepath.Join(d, "*", "rep*"))
+			for _, s := range sub {
+				if sc := filepath.Base(filepath.Dir(s)); sc != "spoiled" && !strings.HasPrefix(sc, "rep") {
+					reps = append(reps, s)
+				}
+			}
+		}
 		if st, err := os.Stat(filepath.Join(d, "manifest.json")); err == nil && !st.IsDir() {
 			reps = append(reps, d)
 		}
@@ -76,8 +88,11 @@ func collectRuns(o Options) (map[string][]runRep, map[string][]string, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", rd, err)
 			}
-			if sc, _ := man["scenario"].(string); sc != "" && sc != "standard" {
-				continue // the survey answers the study's standard migration; other scenarios are reported by migaudit run
+			// The survey answers the study's standard migration in live;
+			// other scenarios go to live_scenarios (pv-distinct answers Q2).
+			sc, _ := man["scenario"].(string)
+			if sc == "standard" {
+				sc = ""
 			}
 			tr, err := findTrace(o.RepoRoot, rd, an.Trace, man)
 			if err != nil {
@@ -86,7 +101,7 @@ func collectRuns(o Options) (map[string][]runRep, map[string][]string, error) {
 				notes[pin.Name] = append(notes[pin.Name], fmt.Sprintf("%s: analysis and manifest kept but not the trace; not counted as a repetition", relTo(o.RepoRoot, rd)))
 				continue
 			}
-			out[pin.Name] = append(out[pin.Name], runRep{Dir: relTo(o.RepoRoot, rd), Manifest: man, Analysis: &an, Trace: relTo(o.RepoRoot, tr)})
+			out[pin.Name] = append(out[pin.Name], runRep{Dir: relTo(o.RepoRoot, rd), Manifest: man, Analysis: &an, Trace: relTo(o.RepoRoot, tr), Scenario: sc})
 		}
 	}
 	return out, notes, nil
@@ -157,12 +172,61 @@ func fileSHA(p string) (string, error) {
 func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []runRep, w io.Writer) (*survey.Live, []string, error) {
 	var notes []string
 	if len(reps) > 0 {
+		l, err := ownLive(o, reps)
+		if err != nil {
+			return nil, nil, err
+		}
+		logf(w, "%-9s live: %d own repetitions", pin.Name, len(l.Repetitions))
+		// The study's reference repetition stays beside the own runs as a
+		// second source when the study is available.
+		ref, _, err := referenceLive(o, pin, w)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ref != nil {
+			l.Reference = ref
+			notes = append(notes, "the study's reference repetition "+ref.Repetitions[0].Trace+" is kept beside the own runs as a second source")
+		}
+		return l, notes, nil
+	}
+	l, refNotes, err := referenceLive(o, pin, w)
+	_ = cons
+	return l, append(notes, refNotes...), err
+}
+
+// scenariosFor builds live_scenarios from the repetitions of the
+// non-standard scenarios, in name order.
+func scenariosFor(o Options, pin data.Implementation, reps []runRep, w io.Writer) ([]survey.LiveScenario, error) {
+	by := map[string][]runRep{}
+	for _, r := range reps {
+		by[r.Scenario] = append(by[r.Scenario], r)
+	}
+	names := make([]string, 0, len(by))
+	for n := range by {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []survey.LiveScenario
+	for _, n := range names {
+		l, err := ownLive(o, by[n])
+		if err != nil {
+			return nil, err
+		}
+		logf(w, "%-9s live %s: %d own repetitions", pin.Name, n, len(l.Repetitions))
+		out = append(out, survey.LiveScenario{Scenario: n, Live: l})
+	}
+	return out, nil
+}
+
+// ownLive reads this project's repetitions into a Live.
+func ownLive(o Options, reps []runRep) (*survey.Live, error) {
+	{
 		l := &survey.Live{Origin: survey.OwnRuns, Repetitions: []survey.Repetition{}}
 		for i, r := range reps {
 			tr := r.Trace
 			sha, err := fileSHA(filepath.Join(o.RepoRoot, tr))
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: trace: %w", r.Dir, err)
+				return nil, fmt.Errorf("%s: trace: %w", r.Dir, err)
 			}
 			rep := fromAnalysis(r.Analysis, fmt.Sprintf("rep%d", i+1), tr, sha)
 			if base := filepath.Base(r.Dir); strings.HasPrefix(base, "rep") {
@@ -182,25 +246,11 @@ func liveFor(o Options, pin data.Implementation, cons []survey.Constant, reps []
 		finishLive(l)
 		rec, err := runRecordOf(o.RepoRoot, reps)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		l.RunRecord = rec
-		logf(w, "%-9s live: %d own repetitions", pin.Name, len(l.Repetitions))
-		// The study's reference repetition stays beside the own runs as a
-		// second source when the study is available.
-		ref, _, err := referenceLive(o, pin, w)
-		if err != nil {
-			return nil, nil, err
-		}
-		if ref != nil {
-			l.Reference = ref
-			notes = append(notes, "the study's reference repetition "+ref.Repetitions[0].Trace+" is kept beside the own runs as a second source")
-		}
-		return l, notes, nil
+		return l, nil
 	}
-	l, refNotes, err := referenceLive(o, pin, w)
-	_ = cons
-	return l, append(notes, refNotes...), err
 }
 
 // logMove finds the endpoints' own record of the peer's address change:
@@ -318,6 +368,9 @@ func fromAnalysis(a *discriminator.Analysis, id, trace, sha string) survey.Repet
 		RTT: survey.RTT{FirstAfterUS: a.RTT.FirstAfterUS, Attribution: a.RTT.Attribution, OldPathUS: a.RTT.OldPathUS, NewPathUS: a.RTT.NewPathUS,
 			DefaultUS: a.RTT.DefaultUS, ConvergedAfterUS: a.RTT.ConvergedAfterUS, Detail: a.RTT.Detail},
 		Q1: a.Q1.Answer, Q3: a.Q3.Answer, Warnings: a.Warnings}
+	if q := a.Q2; q != nil {
+		r.Q2 = &survey.RepQ2{Answer: q.Answer, PVRTTUS: q.PVRTTUS, DataRTTUS: q.DataRTTUS, FirstRTTAfterUS: q.FirstRTTAfterUS, Detail: q.Detail}
+	}
 	if r.Migration.Kind == "" {
 		r.Migration.Kind = "none"
 	}

@@ -144,8 +144,11 @@ func FactoryWith(fo FactoryOptions) run.NetFactory {
 	progress, scope := fo.Progress, fo.Scope
 	return func(ctx context.Context, sc run.Scenario, skip bool) (run.Net, run.Calibration, func() error, error) {
 		cfg := testbed.Standard()
-		if sc == run.StepDown {
+		switch sc {
+		case run.StepDown:
 			cfg = testbed.StepDown()
+		case run.PVDistinct:
+			cfg = testbed.PVDistinct()
 		}
 		cfg.Tuning = fo.Tuning
 		cal := run.Calibration{Paths: map[run.Path]string{run.PathA: cfg.PathA.String(), run.PathB: cfg.PathB.String()}}

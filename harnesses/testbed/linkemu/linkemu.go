@@ -46,6 +46,35 @@ type Spec struct {
 	Delay    time.Duration // one-way propagation delay
 	Loss     float64       // drop probability per packet
 	Overhead int           // bytes added to each packet's length for the bucket
+	// Hold gives the first Hold datagrams that arrive after the link was
+	// idle for HoldIdle (0: DefaultHoldIdle) an extra delay HoldExtra,
+	// beside the FIFO: they take their place in the token bucket, then
+	// wait HoldExtra longer than the schedule says while the datagrams
+	// behind them leave on time (they may overtake). Their Record's Due
+	// includes HoldExtra, so the lateness accounting never counts the
+	// deliberate delay, and HeldUS says it was applied. The pv-distinct
+	// scenario uses it to make a migration's first datagrams (the path
+	// validation) slower than the data that follows (docs/testbed.md).
+	Hold      int
+	HoldExtra time.Duration
+	HoldIdle  time.Duration
+	// HoldMinSize: only datagrams of at least this many bytes (as read,
+	// the IP packet) count towards Hold; smaller ones pass. A datagram
+	// carrying a PATH_CHALLENGE is expanded to 1200 B of UDP payload
+	// (RFC 9000 §8.2.1), an ACK-only one is not.
+	HoldMinSize int
+}
+
+// DefaultHoldIdle is the idle gap after which a link with Spec.Hold holds
+// again: a path unused before a migration is idle for seconds, a path
+// carrying a transfer never for this long.
+const DefaultHoldIdle = time.Second
+
+func (s Spec) holdIdle() time.Duration {
+	if s.HoldIdle > 0 {
+		return s.HoldIdle
+	}
+	return DefaultHoldIdle
 }
 
 // Counters are cumulative totals for one direction.
@@ -81,6 +110,8 @@ const (
 	// readBatch bounds the packets read per wake-up; ppoll returns at once
 	// while more are waiting.
 	readBatch = 16
+	// maxHeld bounds the hold line (Spec.Hold), as LE_HOLD_CAP in C.
+	maxHeld = 64
 )
 
 // Link is one running direction.
@@ -195,7 +226,9 @@ type Record struct {
 	// on (capOff counts bytes ever written there; capLen 0: not captured).
 	capOff uint64
 	capLen uint32
-	_      uint32
+	// HeldUS is the extra delay (µs) the link's hold gave this datagram on
+	// purpose (Spec.Hold), included in Due; 0 for every other datagram.
+	HeldUS uint32
 }
 
 // Record causes.

@@ -256,3 +256,84 @@ func TestStopIdempotent(t *testing.T) {
 		t.Fatal("Stop did not return while a packet was queued for 1 s")
 	}
 }
+
+// TestHold: the first Hold datagrams after an idle gap leave HoldExtra
+// late, the ones behind them on time (they overtake), the records say
+// which were held, and the lateness accounting does not count the hold.
+func TestHold(t *testing.T) {
+	const extra = 60 * time.Millisecond
+	tests := []struct {
+		name     string
+		hold     int
+		idleGap  time.Duration // before the second burst
+		wantHeld []int         // sequence numbers held, in both bursts
+	}{
+		{"no hold", 0, 0, nil},
+		{"first datagram after idle", 1, 0, []int{0}},
+		{"first two", 2, 0, []int{0, 1}},
+		{"re-armed after an idle gap", 1, 150 * time.Millisecond, []int{0, 10}},
+		{"small datagrams pass: the first large one is held", 1, 0, []int{3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			minSize := 0
+			if strings.HasPrefix(tc.name, "small") {
+				minSize = 1000
+			}
+			h := newHarness(t, Spec{Delay: 5 * time.Millisecond, Hold: tc.hold, HoldExtra: extra, HoldIdle: 100 * time.Millisecond, HoldMinSize: minSize})
+			for i := range 5 {
+				size := 200
+				if i >= 3 {
+					size = 1200
+				}
+				h.send(t, i, size)
+			}
+			seqs, delays, _ := h.collect(5, time.Second)
+			if tc.idleGap > 0 {
+				time.Sleep(tc.idleGap)
+			}
+			for i := 10; i < 15; i++ {
+				h.send(t, i, 200)
+			}
+			s2, d2, _ := h.collect(5, time.Second)
+			seqs, delays = append(seqs, s2...), append(delays, d2...)
+			if len(seqs) != 10 {
+				t.Fatalf("got %d datagrams, want 10", len(seqs))
+			}
+			var held []int
+			for i, s := range seqs {
+				if delays[i] >= extra {
+					held = append(held, s)
+				} else if delays[i] > extra/2 {
+					t.Errorf("datagram %d: delay %v, neither on time nor held", s, delays[i])
+				}
+			}
+			slices.Sort(held)
+			if !slices.Equal(held, tc.wantHeld) {
+				t.Errorf("held (by delay) %v, want %v (delays %v)", held, tc.wantHeld, delays)
+			}
+			if len(tc.wantHeld) > 0 && seqs[0] == tc.wantHeld[0] {
+				t.Errorf("the held datagram %d left first: the hold blocked the FIFO", seqs[0])
+			}
+			recs, _ := h.link.Records(0)
+			var recHeld []int
+			for i, r := range recs {
+				if r.HeldUS != 0 {
+					if r.HeldUS != uint32(extra/time.Microsecond) {
+						t.Errorf("record %d: HeldUS %d, want %d", i, r.HeldUS, extra/time.Microsecond)
+					}
+					if late := r.Sent - r.Due; late > int64(20*time.Millisecond) {
+						t.Errorf("record %d: late %v against its due time: the hold counted as lateness", i, time.Duration(late))
+					}
+					recHeld = append(recHeld, i)
+				}
+			}
+			if len(recHeld) != len(tc.wantHeld) {
+				t.Errorf("%d records held, want %d", len(recHeld), len(tc.wantHeld))
+			}
+			if mx := h.link.Timing().MaxLate; mx > 20*time.Millisecond {
+				t.Errorf("max lateness %v: the hold counted as lateness", mx)
+			}
+		})
+	}
+}

@@ -33,14 +33,14 @@ typedef struct {
 	int64_t arr, due, sent;
 	uint32_t size, cause;
 	uint64_t cap_off;
-	uint32_t cap_len, cap_pad;
+	uint32_t cap_len, held_us; // held_us: deliberate extra delay (the hold), µs
 } le_rec;
 
 enum { LE_SENT = 0, LE_QDROP = 1, LE_LDROP = 2, LE_WDROP = 3 };
 
 typedef struct {
 	uint64_t ver;
-	int64_t rate, burst, queue, delay, overhead, loss_ppb;
+	int64_t rate, burst, queue, delay, overhead, loss_ppb, hold, hold_extra, hold_idle, hold_min;
 	uint64_t pkts, bytes, qdrops, ldrops;
 	int64_t comp, late_sum, abs_late_sum, max_late;
 	uint64_t slept, behind;
@@ -59,7 +59,7 @@ typedef struct {
 // le_record publishes one record; buf (the datagram) is copied into the
 // capture ring first while capture is on, so a reader that sees the record
 // finds its bytes.
-static void le_record(le_shared *s, int64_t arr, int64_t due, int64_t sent, uint32_t size, uint32_t cause, const unsigned char *buf) {
+static void le_record(le_shared *s, int64_t arr, int64_t due, int64_t sent, uint32_t size, uint32_t cause, const unsigned char *buf, uint32_t held_us) {
 	if (s->rec == NULL) return;
 	uint64_t off = 0;
 	uint32_t clen = 0;
@@ -73,18 +73,19 @@ static void le_record(le_shared *s, int64_t arr, int64_t due, int64_t sent, uint
 		LE_ST(s->cap_w, off + clen);
 	}
 	uint64_t i = LE_RLX(s->rec_n);
-	s->rec[i % s->rec_cap] = (le_rec){arr, due, sent, size, cause, off, clen, 0};
+	s->rec[i % s->rec_cap] = (le_rec){arr, due, sent, size, cause, off, clen, held_us};
 	LE_ST(s->rec_n, i + 1);
 }
 
-typedef struct { int64_t rate, burst, queue, delay, overhead, loss_ppb; } le_spec;
-typedef struct { unsigned char *buf; int n; int64_t due, arr; } le_pkt;
+typedef struct { int64_t rate, burst, queue, delay, overhead, loss_ppb, hold, hold_extra, hold_idle, hold_min; } le_spec;
+typedef struct { unsigned char *buf; int n; int64_t due, arr; uint32_t held_us; } le_pkt;
 
 
 enum {
 	LE_MAXPKT = 2048,
 	LE_CAP = 65536,
 	LE_READ_BATCH = 16,
+	LE_HOLD_CAP = 64, // the hold line: at most this many held datagrams at once
 };
 static const int64_t LE_MAXCOMP = 200000, LE_MAXSTEP = 20000, LE_BATCH = 10000, LE_LATEMARK = 50000;
 
@@ -117,6 +118,10 @@ static uint64_t le_read_spec(le_shared *s, le_spec *sp) {
 		sp->delay = LE_RLX(s->delay);
 		sp->overhead = LE_RLX(s->overhead);
 		sp->loss_ppb = LE_RLX(s->loss_ppb);
+		sp->hold = LE_RLX(s->hold);
+		sp->hold_extra = LE_RLX(s->hold_extra);
+		sp->hold_idle = LE_RLX(s->hold_idle);
+		sp->hold_min = LE_RLX(s->hold_min);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (LE_LD(s->ver) == v1) return v1;
 	}
@@ -135,19 +140,26 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 	double tokens = (double)sp.burst;
 	int64_t last_refill = le_now(), last_release = 0;
 	le_pkt *q = calloc(LE_CAP, sizeof *q);
-	unsigned char **freel = calloc(LE_CAP + LE_READ_BATCH + 1, sizeof *freel);
-	size_t head = 0, n = 0, nfree = 0;
+	// The hold line: datagrams given the spec's extra delay (the first
+	// `hold` after the link was idle `hold_idle`), kept beside the FIFO so
+	// the datagrams behind them leave on their own schedule.
+	le_pkt *hq = calloc(LE_HOLD_CAP, sizeof *hq);
+	unsigned char **freel = calloc(LE_CAP + LE_HOLD_CAP + LE_READ_BATCH + 1, sizeof *freel);
+	size_t head = 0, n = 0, nfree = 0, hhead = 0, hn = 0;
+	int64_t last_arr = 0, hold_left = 0;
 	uint64_t rng = seed | 1, cpu_mark = 0;
 	int64_t comp = 0, max_late = 0;
 	struct pollfd fds[2] = {{in_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
-	if (q == NULL || freel == NULL) goto out;
+	if (q == NULL || hq == NULL || freel == NULL) goto out;
 
 	for (;;) {
 		struct timespec ts = {0, 100000000}; // idle: wake every 100 ms anyway
 		int timed = 0;
 		int64_t spin = LE_RLX(s->spin);
-		if (n > 0) {
-			int64_t wait = q[head].due - comp - spin - le_now();
+		if (n > 0 || hn > 0) {
+			int64_t nd = n > 0 ? q[head].due : hq[hhead].due;
+			if (hn > 0 && hq[hhead].due < nd) nd = hq[hhead].due;
+			int64_t wait = nd - comp - spin - le_now();
 			if (wait < LE_BATCH) wait = 0;
 			ts.tv_sec = wait / 1000000000LL;
 			ts.tv_nsec = wait % 1000000000LL;
@@ -173,11 +185,13 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 					if (tokens > (double)sp.burst) tokens = (double)sp.burst;
 				}
 				int64_t now = le_now();
+				if (sp.hold > 0 && (last_arr == 0 || now - last_arr >= sp.hold_idle)) hold_left = sp.hold;
+				last_arr = now;
 				if (sp.loss_ppb > 0) {
 					rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
 					if ((int64_t)(rng % 1000000000ULL) < sp.loss_ppb) {
 						LE_ADD(s->ldrops, 1);
-						le_record(s, now, 0, 0, (uint32_t)m, LE_LDROP, buf);
+						le_record(s, now, 0, 0, (uint32_t)m, LE_LDROP, buf, 0);
 						freel[nfree++] = buf;
 						continue;
 					}
@@ -188,7 +202,7 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 					int64_t t0 = now > last_release ? now : last_release;
 					if (sp.queue > 0 && (double)(t0 - now) > (double)sp.queue * nspb) {
 						LE_ADD(s->qdrops, 1);
-						le_record(s, now, 0, 0, (uint32_t)m, LE_QDROP, buf);
+						le_record(s, now, 0, 0, (uint32_t)m, LE_QDROP, buf, 0);
 						freel[nfree++] = buf;
 						continue;
 					}
@@ -205,13 +219,19 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 					}
 					last_release = release;
 				}
+				if (hold_left > 0 && hn < LE_HOLD_CAP && m >= sp.hold_min) {
+					hold_left--;
+					hq[(hhead + hn) % LE_HOLD_CAP] = (le_pkt){buf, (int)m, release + sp.delay + sp.hold_extra, now, (uint32_t)(sp.hold_extra / 1000)};
+					hn++;
+					continue;
+				}
 				if (n == LE_CAP) {
 					LE_ADD(s->qdrops, 1);
-					le_record(s, now, 0, 0, (uint32_t)m, LE_QDROP, buf);
+					le_record(s, now, 0, 0, (uint32_t)m, LE_QDROP, buf, 0);
 					freel[nfree++] = buf;
 					continue;
 				}
-				q[(head + n) % LE_CAP] = (le_pkt){buf, (int)m, release + sp.delay, now};
+				q[(head + n) % LE_CAP] = (le_pkt){buf, (int)m, release + sp.delay, now, 0};
 				n++;
 			}
 		}
@@ -219,24 +239,34 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 		// not an arrival, ended it.
 		int64_t now = le_now();
 		int first = timed && fds[0].revents == 0;
-		if (spin > 0 && n > 0 && q[head].due > now && q[head].due - now <= spin + comp + LE_BATCH) {
+		// The head is whichever line's first datagram is due first.
+#define LE_HOLD_FIRST (hn > 0 && (n == 0 || hq[hhead].due < q[head].due))
+#define LE_HEAD_DUE (LE_HOLD_FIRST ? hq[hhead].due : q[head].due)
+		if (spin > 0 && (n > 0 || hn > 0) && LE_HEAD_DUE > now && LE_HEAD_DUE - now <= spin + comp + LE_BATCH) {
 			// Woken for the head packet: learn from how late the wake-up
 			// was against its target (due - spin), then spin to the deadline.
 			if (first) {
-				int64_t wl = now - (q[head].due - spin);
+				int64_t wl = now - (LE_HEAD_DUE - spin);
 				int64_t step = wl < -LE_MAXSTEP ? -LE_MAXSTEP : wl > LE_MAXSTEP ? LE_MAXSTEP : wl;
 				comp += step / 4;
 				if (comp < 0) comp = 0;
 				if (comp > LE_MAXCOMP) comp = LE_MAXCOMP;
 				LE_ST(s->comp, comp);
 			}
-			int64_t due = q[head].due;
+			int64_t due = LE_HEAD_DUE;
 			while ((now = le_now()) < due) le_relax();
 		}
-		while (n > 0 && q[head].due - (spin > 0 ? 0 : comp) - now <= LE_BATCH) {
-			le_pkt p = q[head];
-			head = (head + 1) % LE_CAP;
-			n--;
+		while ((n > 0 || hn > 0) && LE_HEAD_DUE - (spin > 0 ? 0 : comp) - now <= LE_BATCH) {
+			le_pkt p;
+			if (LE_HOLD_FIRST) {
+				p = hq[hhead];
+				hhead = (hhead + 1) % LE_HOLD_CAP;
+				hn--;
+			} else {
+				p = q[head];
+				head = (head + 1) % LE_CAP;
+				n--;
+			}
 			int64_t late = now - p.due;
 			if (first && spin == 0) {
 				int64_t step = late < -LE_MAXSTEP ? -LE_MAXSTEP : late > LE_MAXSTEP ? LE_MAXSTEP : late;
@@ -262,10 +292,10 @@ static void le_run(le_shared *s, int in_fd, int out_fd, int stop_fd, uint64_t se
 			if (write(out_fd, p.buf, p.n) == p.n) {
 				LE_ADD(s->pkts, 1);
 				LE_ADD(s->bytes, (uint64_t)p.n);
-				le_record(s, p.arr, p.due, now, (uint32_t)p.n, LE_SENT, p.buf);
+				le_record(s, p.arr, p.due, now, (uint32_t)p.n, LE_SENT, p.buf, p.held_us);
 			} else {
 				LE_ADD(s->qdrops, 1);
-				le_record(s, p.arr, p.due, 0, (uint32_t)p.n, LE_WDROP, p.buf);
+				le_record(s, p.arr, p.due, 0, (uint32_t)p.n, LE_WDROP, p.buf, p.held_us);
 			}
 			freel[nfree++] = p.buf;
 			now = le_now();
@@ -280,6 +310,10 @@ out:
 	if (q != NULL) {
 		for (; n > 0; n--, head = (head + 1) % LE_CAP) free(q[head].buf);
 		free(q);
+	}
+	if (hq != NULL) {
+		for (; hn > 0; hn--, hhead = (hhead + 1) % LE_HOLD_CAP) free(hq[hhead].buf);
+		free(hq);
 	}
 	if (freel != NULL) {
 		while (nfree > 0) free(freel[--nfree]);
@@ -418,6 +452,10 @@ func (l *Link) pushSpec(s Spec) {
 	atomic.StoreInt64(i64(&sh.delay), int64(s.Delay))
 	atomic.StoreInt64(i64(&sh.overhead), int64(s.Overhead))
 	atomic.StoreInt64(i64(&sh.loss_ppb), int64(s.Loss*1e9))
+	atomic.StoreInt64(i64(&sh.hold), int64(s.Hold))
+	atomic.StoreInt64(i64(&sh.hold_extra), int64(s.HoldExtra))
+	atomic.StoreInt64(i64(&sh.hold_idle), int64(s.holdIdle()))
+	atomic.StoreInt64(i64(&sh.hold_min), int64(s.HoldMinSize))
 	atomic.StoreUint64(u64(&sh.ver), v+2)
 }
 

@@ -126,6 +126,8 @@ type packet struct {
 	n   int
 	due int64 // Now() ns
 	arr int64
+	// heldUS: the hold's extra delay (Spec.Hold), µs; 0 in the FIFO.
+	heldUS uint32
 }
 
 // The emulator thread makes its system calls raw, bypassing the Go
@@ -219,7 +221,19 @@ func (l *Link) run() {
 		fds     = []unix.PollFd{{Fd: int32(l.inFD), Events: unix.POLLIN}, {Fd: int32(l.stopFD), Events: unix.POLLIN}}
 		ts      unix.Timespec
 		lastCPU int64
+		// The hold line (Spec.Hold): beside the FIFO, in arrival order.
+		hq       []packet
+		lastArr  int64
+		holdLeft int
 	)
+	// holdFirst: the hold line's first datagram is due before the FIFO's.
+	holdFirst := func() bool { return len(hq) > 0 && (n == 0 || hq[0].due < q[head].due) }
+	headDue := func() int64 {
+		if holdFirst() {
+			return hq[0].due
+		}
+		return q[head].due
+	}
 	getBuf := func() *[maxPacket]byte {
 		if k := len(free); k > 0 {
 			b := free[k-1]
@@ -235,8 +249,8 @@ func (l *Link) run() {
 		ts = unix.NsecToTimespec(int64(100 * time.Millisecond))
 		timeout := &ts
 		timed := false
-		if n > 0 {
-			wait := q[head].due - comp - Now()
+		if n > 0 || len(hq) > 0 {
+			wait := headDue() - comp - Now()
 			if wait < batch {
 				wait = 0
 			}
@@ -265,9 +279,20 @@ func (l *Link) run() {
 					}
 					break // EAGAIN, or EIO while a device goes down
 				}
-				due, ok := l.schedule(&b, rng, Now(), buf[:m])
+				arr := Now()
+				if s := l.spec.Load(); s.Hold > 0 && (lastArr == 0 || arr-lastArr >= int64(s.holdIdle())) {
+					holdLeft = s.Hold
+				}
+				lastArr = arr
+				due, ok := l.schedule(&b, rng, arr, buf[:m])
 				if !ok {
 					free = append(free, buf)
+					continue
+				}
+				if holdLeft > 0 && len(hq) < maxHeld && m >= b.spec.HoldMinSize {
+					holdLeft--
+					x := b.spec.HoldExtra
+					hq = append(hq, packet{buf: buf, n: m, due: due + int64(x), arr: arr, heldUS: uint32(x / time.Microsecond)})
 					continue
 				}
 				if n == len(q) {
@@ -283,11 +308,16 @@ func (l *Link) run() {
 		// timeout, not an arrival, ended it.
 		now := Now()
 		first := timed && fds[0].Revents == 0
-		for n > 0 && q[head].due-comp-now <= batch {
-			p := q[head]
-			q[head] = packet{}
-			head = (head + 1) % len(q)
-			n--
+		for (n > 0 || len(hq) > 0) && headDue()-comp-now <= batch {
+			var p packet
+			if holdFirst() {
+				p, hq = hq[0], hq[1:]
+			} else {
+				p = q[head]
+				q[head] = packet{}
+				head = (head + 1) % len(q)
+				n--
+			}
 			late := now - p.due
 			if first {
 				// This wake-up was for this packet: learn from it.
@@ -308,10 +338,10 @@ func (l *Link) run() {
 			if _, e := rawWrite(l.outFD, p.buf[:p.n]); e == 0 {
 				l.pkts.Add(1)
 				l.bytes.Add(uint64(p.n))
-				l.record(Record{Arr: p.arr + monoOffset, Due: p.due + monoOffset, Sent: now + monoOffset, Size: uint32(p.n), Cause: Sent}, p.buf[:p.n])
+				l.record(Record{Arr: p.arr + monoOffset, Due: p.due + monoOffset, Sent: now + monoOffset, Size: uint32(p.n), Cause: Sent, HeldUS: p.heldUS}, p.buf[:p.n])
 			} else {
 				l.qdrops.Add(1)
-				l.record(Record{Arr: p.arr + monoOffset, Due: p.due + monoOffset, Size: uint32(p.n), Cause: WriteDrop}, p.buf[:p.n])
+				l.record(Record{Arr: p.arr + monoOffset, Due: p.due + monoOffset, Size: uint32(p.n), Cause: WriteDrop, HeldUS: p.heldUS}, p.buf[:p.n])
 			}
 			free = append(free, p.buf)
 			now = Now()

@@ -115,6 +115,9 @@ type DirStats struct {
 	QueueDrops int `json:"queue_drops,omitempty"`
 	LossDrops  int `json:"loss_drops,omitempty"`
 	WriteDrops int `json:"write_drops,omitempty"`
+	// Held: datagrams the emulator's hold delayed on purpose (comment
+	// held=<ns>; the pv-distinct scenario).
+	Held int `json:"held,omitempty"`
 	// Overruns: datagrams the emulator handled whose record or bytes
 	// were overwritten before they were read; not in the file.
 	Overruns uint64 `json:"overruns"`
@@ -246,6 +249,11 @@ func Write(w io.Writer, in Input, p Policy) (Stats, error) {
 		}
 		comment.Reset()
 		fmt.Fprintf(&comment, "dir=%s arr=%d fate=%s", dir, d.Arr+in.MonoToReal, fate)
+		if d.HeldUS > 0 {
+			fmt.Fprintf(&comment, " held=%d", int64(d.HeldUS)*1000)
+			ds.Held++
+			st.Dirs[k] = ds
+		}
 		ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, e.ts+in.MonoToReal), CaptureLength: keep, Length: len(d.Data), InterfaceIndex: e.iface}
 		if err := ng.WritePacketWithOptions(ci, d.Data[:keep], pcapgo.NgPacketOptions{Comments: []string{comment.String()}}); err != nil {
 			return st, fmt.Errorf("wirecap: packet %d: %w", st.Packets, err)
