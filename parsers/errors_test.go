@@ -75,6 +75,11 @@ func TestMalformed(t *testing.T) {
 		{file: "msquic_bad_stats.log", want: []string{`STATS cwnd="148x569" is not an integer`},
 			wantPos: func(raw []byte) string { return at(raw, "[mq_server] t_us=5527022") }},
 		{file: "unknown.txt", format: "lsquic-log", want: []string{`unknown format "lsquic-log"`}},
+		{file: "quinn_bad_cwnd.log", want: []string{`ack cwnd="15x600" is not an integer`},
+			wantPos: func(raw []byte) string { return at(raw, "25433 ack") }},
+		{file: "quinn_no_header.log", format: FormatQuinn, want: []string{"record 1 at byte 0", `before the "# quinn-cc-log" header`}},
+		{file: "quinn_bad_pn.log", want: []string{`sent pn="9-2" is not a packet number range`},
+			wantPos: func(raw []byte) string { return at(raw, "5100 sent") }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file+"/"+tc.format, func(t *testing.T) {

@@ -101,3 +101,7 @@ func FuzzParseMsquic(f *testing.F) {
 func FuzzParseTimelineCSV(f *testing.F) {
 	fuzzParse(f, FormatCSV, []string{"*.csv", "errors/*.csv"}, "timelines/msquic/rep1_server.csv.gz", "5532258")
 }
+
+func FuzzParseQuinn(f *testing.F) {
+	fuzzParse(f, FormatQuinn, []string{"quinn_*", "errors/quinn_*"}, "", "")
+}

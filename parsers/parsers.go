@@ -55,6 +55,7 @@ const (
 	FormatQuiche   = "quiche-qlog"
 	FormatMsquic   = "msquic-log"
 	FormatCSV      = "timeline-csv"
+	FormatQuinn    = "quinn-cc-log"
 )
 
 // Options controls Parse.
@@ -65,7 +66,7 @@ type Options struct {
 
 // Formats lists the formats Parse understands.
 func Formats() []string {
-	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatCSV}
+	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatCSV, FormatQuinn}
 }
 
 type parseFunc func(in *input, h timeline.Handler) error
@@ -77,6 +78,7 @@ var parsersByFormat = map[string]parseFunc{
 	FormatQuiche:   parseQuiche,
 	FormatMsquic:   parseMsquic,
 	FormatCSV:      parseCSV,
+	FormatQuinn:    parseQuinn,
 }
 
 // peekSize is how much decompressed content Detect sees.
@@ -275,6 +277,8 @@ func Detect(peek []byte) (string, error) {
 			return FormatMsquic, nil
 		}
 		return "", fmt.Errorf("unrecognised trace starting with %q; pass --format", excerpt(firstLine))
+	case bytes.HasPrefix(firstLine, []byte(quinnHeader)):
+		return FormatQuinn, nil
 	default:
 		if isCSVHeader(firstLine) {
 			return FormatCSV, nil
