@@ -24,6 +24,7 @@ import (
 	_ "github.com/migaudit/migaudit/harnesses/ngtcp2"
 	_ "github.com/migaudit/migaudit/harnesses/picoquic"
 	_ "github.com/migaudit/migaudit/harnesses/quicgo"
+	_ "github.com/migaudit/migaudit/harnesses/quinn"
 )
 
 func init() { register(newRunCmd) }
