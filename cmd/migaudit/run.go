@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/migaudit/migaudit/data"
+	"github.com/migaudit/migaudit/harnesses/needs"
 	liverun "github.com/migaudit/migaudit/harnesses/run"
 	"github.com/migaudit/migaudit/harnesses/run/tbnet"
 	"github.com/migaudit/migaudit/harnesses/testbed"
@@ -76,6 +77,9 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 					return err
 				}
 				why := im.Live
+				if w, ok := needs.DefaultHost.Why(im.Name); ok {
+					why = w // what this machine lacks for a live build, checked now
+				}
 				if why == "" {
 					why = "no live harness"
 				}
