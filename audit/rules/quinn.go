@@ -245,7 +245,7 @@ var quinnQ3 = &query.Rule{
 
 var quinnConstants = &query.Rule{
 	Name: "quinn/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: quinnFiles,
-	Doc:   "Cubic (the default controller) initial and minimum window, BETA_CUBIC, default initial RTT.",
+	Doc: "Cubic (the default controller) initial and minimum window, BETA_CUBIC, default initial RTT.",
 	// quinn 0.9 (Debian's, run live) keeps TransportConfig in config.rs and
 	// the minimum window in CubicConfig::default; later versions moved
 	// TransportConfig to config/transport.rs and compute Cubic::minimum_window.
