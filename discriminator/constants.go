@@ -39,7 +39,13 @@ var traceParams = map[string]map[string]string{}
 // evaluates every formula with params (which override the formulas'
 // defaults).
 func evalConstants(impl string, params map[string]float64) (constantSet, error) {
-	c, audited, err := data.ConstantsFor(impl)
+	return evalConstantsAt(impl, "", params)
+}
+
+// evalConstantsAt is evalConstants with the constants audited at commit
+// (data.ConstantsAt; "" = the pin's).
+func evalConstantsAt(impl, commit string, params map[string]float64) (constantSet, error) {
+	c, audited, err := data.ConstantsAt(impl, commit)
 	if err != nil {
 		return constantSet{}, err
 	}
@@ -95,10 +101,15 @@ func evalConstants(impl string, params map[string]float64) (constantSet, error) 
 // cc may be a harness's own description ("reno (quic-go's only
 // controller)"): its first word names the controller.
 func evalConstantsFor(impl, cc string, params map[string]float64) (constantSet, error) {
+	return evalConstantsForAt(impl, "", cc, params)
+}
+
+// evalConstantsForAt is evalConstantsFor at commit (data.ConstantsAt).
+func evalConstantsForAt(impl, commit, cc string, params map[string]float64) (constantSet, error) {
 	if f := strings.Fields(strings.ToLower(cc)); len(f) > 0 {
 		cc = f[0]
 	}
-	cs, err := evalConstants(impl, params)
+	cs, err := evalConstantsAt(impl, commit, params)
 	if err != nil || cc == "" {
 		return cs, err
 	}

@@ -161,6 +161,11 @@ func settings(a *upstream.Artifact) map[string]string {
 	}
 	if b, err := os.ReadFile(a.Path(SourceCheck)); err == nil {
 		s["debian_vs_commit"] = strings.TrimSpace(string(b))
+		if SourcesMatch(b) {
+			// The code that ran is this commit's: the analysis uses the
+			// constants the audit wrote at it.
+			s[run.LiveCommitSetting] = a.Commit
+		}
 	}
 	var tools []string
 	for k, v := range a.Tools {
@@ -169,6 +174,22 @@ func settings(a *upstream.Artifact) map[string]string {
 	sort.Strings(tools)
 	s["build_tools"] = strings.Join(tools, "; ")
 	return s
+}
+
+// SourcesMatch reports whether the build's source comparison found every
+// quinn crate's src/ identical to the commit's, or differing only in test
+// code (Debian's patch adds a #[cfg] to one test in pacing.rs).
+func SourcesMatch(report []byte) bool {
+	lines := strings.Split(strings.TrimSpace(string(report)), "\n")
+	if len(lines) != len(crates) {
+		return false
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, ": src/ identical") && !strings.HasSuffix(l, "files: connection/pacing.rs") {
+			return false
+		}
+	}
+	return true
 }
 
 func migrationAPI(sc run.Scenario) string {

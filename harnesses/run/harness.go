@@ -186,6 +186,12 @@ type AddrChange struct {
 	Evidence string    `json:"evidence"` // the log line or API call
 }
 
+// LiveCommitSetting is the RepResult.Settings key naming the upstream
+// commit whose code ran when it is not the pin (quinn: tag 0.9.3, whose
+// crate sources Debian ships); the analysis then uses the constants the
+// audit wrote at that commit (data.ConstantsAt), when there are some.
+const LiveCommitSetting = "live_commit"
+
 // RepResult is what a harness observed in one repetition.
 type RepResult struct {
 	Processes []Process `json:"processes"`

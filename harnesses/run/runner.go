@@ -343,7 +343,8 @@ func analyse(trace, impl string, sc Scenario, res RepResult, netw pathRTTs) (dis
 		// apart, only the path's own RTT versus the estimator's default.
 		oldRTT, newRTT = 0, netw.PathRTT(PathA)
 	}
-	opt := discriminator.Options{Impl: impl, Params: params, OldPathRTT: oldRTT, NewPathRTT: newRTT, CC: res.Settings["cc"]}
+	opt := discriminator.Options{Impl: impl, Params: params, OldPathRTT: oldRTT, NewPathRTT: newRTT, CC: res.Settings["cc"],
+		Commit: res.Settings[LiveCommitSetting]}
 	// The repetition's own capture and key log, when it has them, decide
 	// Q3 through the packet (docs/wire-reader.md); an unreadable capture
 	// leaves Q3 to values and says why.
