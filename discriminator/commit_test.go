@@ -17,7 +17,7 @@ func TestConstantsOfTheCodeThatRan(t *testing.T) {
 		return s
 	}
 	tl := &timeline.Timeline{Source: "quinn.log",
-		Meta: timeline.Meta{Format: "quinn-cc-log", Implementation: "quinn", Vantage: "server", PathIDs: true, LogsAddresses: true},
+		Meta:    timeline.Meta{Format: "quinn-cc-log", Implementation: "quinn", Vantage: "server", PathIDs: true, LogsAddresses: true},
 		Samples: []timeline.Sample{cw(1_000_000, "cc1", 90_000), cw(4_900_000, "cc1", 95_000), cw(5_010_000, "cc2", 12_320), cw(5_100_000, "cc2", 14_000)},
 		Events: []timeline.Event{
 			{TimeUS: 100_000, Kind: timeline.PathEvent, From: "198.18.1.2:5000", PacketNumber: -1, Detail: "connected"},
