@@ -135,18 +135,20 @@ func build(ctx context.Context, w *upstream.Workspace) error {
 // Debian registry holds one version of each crate).
 func LockedVersions(lock []byte) (map[string]string, error) {
 	// Cargo writes each [[package]] as `name = "…"` then `version = "…"`.
+	// The file's own `version = 3` stands before the first [[package]].
 	out := map[string]string{}
-	name := ""
+	name, inPackage := "", false
 	for i, line := range strings.Split(string(lock), "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), " = ")
 		switch {
-		case strings.TrimSpace(line) == "[[package]]":
-			name = ""
-		case ok && k == "name":
+		case strings.HasPrefix(strings.TrimSpace(line), "["):
+			name, inPackage = "", strings.TrimSpace(line) == "[[package]]"
+		case !inPackage || !ok:
+		case k == "name":
 			name = strings.Trim(v, `"`)
-		case ok && k == "version" && name != "":
+		case k == "version" && name != "":
 			out[name] = strings.Trim(v, `"`)
-		case ok && k == "version":
+		case k == "version":
 			return nil, fmt.Errorf("%s line %d: version before name", Lockfile, i+1)
 		}
 	}
