@@ -31,9 +31,10 @@ const (
 	// tree and records the result.
 	DebianTag = "0.9.3"
 	// RecipeVersion changes when the build steps below change.
-	RecipeVersion = "quinn-1"
-	// Binary is the harness executable inside the build directory.
-	Binary = "quinn-harness"
+	RecipeVersion = "quinn-2"
+	// Binary is the harness executable inside the build directory (cargo's
+	// target directory is there).
+	Binary = "target/release/quinn-harness"
 	// Lockfile is the Cargo.lock of the build: the crate versions linked.
 	Lockfile = "Cargo.lock"
 	// SourceCheck is the comparison of Debian's crate sources with the commit.
@@ -97,9 +98,6 @@ func build(ctx context.Context, w *upstream.Workspace) error {
 	if err := w.Run(ctx, w.FilesDir, "env", "CARGO_HOME="+home, "CARGO_TARGET_DIR="+target,
 		"cargo", "build", "--release", "--offline", "--manifest-path", filepath.Join(w.FilesDir, "Cargo.toml")); err != nil {
 		return fmt.Errorf("cargo build of harnesses/quinn/rust against %s: %w", DebianRegistry, err)
-	}
-	if err := copyFile(filepath.Join(target, "release", Binary), filepath.Join(w.BuildDir, Binary), 0o755); err != nil {
-		return err
 	}
 	lock, err := os.ReadFile(filepath.Join(w.FilesDir, Lockfile))
 	if err != nil {
@@ -207,23 +205,6 @@ func sortedNames(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func copyFile(src, dst string, mode os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("cargo output: %w", err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // Ensure builds (or reuses) the harness for o.
