@@ -29,6 +29,7 @@ func TestRunRefusals(t *testing.T) {
 		{[]string{"--impl", "s2n-quic"}, "s2n-quic cannot be run live here — a live build of s2n-quic at the pin with its rustls provider needs Rust crates not in /usr/share/cargo/registry: rustls 0.23"},
 		{[]string{"--impl", "tquic"}, "ring 0.17 (Cargo.toml; Debian has 0.16.20)"},
 		{[]string{"--impl", "neqo"}, "nss-rs 0.14 (Cargo.toml workspace; not in Debian)"},
+		{[]string{"--impl", "aioquic"}, "pylsqpack>=0.3.3 (pyproject.toml (HTTP/3 only); absent here, not in Debian)"},
 		{[]string{"--impl", "mvfst"}, "libraries not installed: folly (CMakeLists.txt find_package(folly REQUIRED); not in Debian)"},
 		{[]string{"--impl", "quic-go", "--scenario", "sideways"}, "unknown --scenario"},
 		{[]string{"--impl", "quic-go", "--retries", "-1"}, "--retries must be 0 or more"},

@@ -6,13 +6,14 @@
 // those pieces knows where to start.
 //
 // The requirements are read from each implementation's manifests at its
-// pinned commit (Cargo.toml, CMakeLists.txt) and listed here with where
+// pinned commit (Cargo.toml, CMakeLists.txt, pyproject.toml) and listed here with where
 // they come from; what is missing is checked on this machine each time.
 package needs
 
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -31,6 +32,9 @@ type Requirement struct {
 	Debian string
 	// Globs find an installed library (CMake config or headers); libraries only.
 	Globs []string
+	// Python is a Python distribution ("cryptography"); Series is then the
+	// lowest version accepted (>=).
+	Python string
 }
 
 // Host is where the checks look; tests substitute their own.
@@ -39,10 +43,12 @@ type Host struct {
 	Registry string
 	// Root prefixes the library globs ("/" on a real machine).
 	Root string
+	// Python is the interpreter whose packages count (Debian's).
+	Python string
 }
 
 // DefaultHost is this machine.
-var DefaultHost = Host{Registry: "/usr/share/cargo/registry", Root: "/"}
+var DefaultHost = Host{Registry: "/usr/share/cargo/registry", Root: "/", Python: "/usr/bin/python3"}
 
 // table holds the requirements that decide whether a live build is possible:
 // those Debian bookworm lacks in the version asked for (the others — bytes,
@@ -79,6 +85,15 @@ var table = map[string]struct {
 		{Crate: "enumflags2", Series: "0.7", From: "Cargo.toml", Debian: "0.6.4"},
 		{Crate: "priority-queue", Series: "1", From: "Cargo.toml"},
 	}},
+	// aioquic: pyproject.toml's dependencies at the pin; tls.py imports
+	// cryptography.hazmat.primitives.asymmetric.types (cryptography >= 40)
+	// since 488f1ab (2024-01-23). pylsqpack serves HTTP/3 only.
+	"aioquic": {"aioquic at the pin (its C extensions against python3-dev and OpenSSL)", []Requirement{
+		{Python: "cryptography", Series: "42.0.0", From: "pyproject.toml; tls.py imports asymmetric.types, cryptography >= 40", Debian: "38.0.4"},
+		{Python: "service-identity", Series: "24.1.0", From: "pyproject.toml", Debian: "18.1.0"},
+		{Python: "pyopenssl", Series: "24", From: "pyproject.toml", Debian: "23.0.0"},
+		{Python: "pylsqpack", Series: "0.3.3", From: "pyproject.toml (HTTP/3 only)"},
+	}},
 	"mvfst": {"mvfst at the pin (CMake)", []Requirement{
 		{Library: "folly", From: "CMakeLists.txt find_package(folly REQUIRED)",
 			Globs: []string{"usr/lib/*/cmake/folly/folly-config.cmake", "usr/local/lib/cmake/folly/folly-config.cmake", "usr/include/folly/Range.h", "usr/local/include/folly/Range.h"}},
@@ -113,26 +128,23 @@ func (h Host) hasCrate(name, series string) bool {
 	return false
 }
 
+// numbers reads "1.2.3" (missing parts 0, a part's non-digit tail ignored).
+func numbers(s string) [3]int {
+	var out [3]int
+	for i, f := range strings.SplitN(s, ".", 3) {
+		for _, c := range f {
+			if c < '0' || c > '9' {
+				break
+			}
+			out[i] = out[i]*10 + int(c-'0')
+		}
+	}
+	return out
+}
+
 // compatible applies cargo's caret requirement ^want to version v.
 func compatible(v, want string) bool {
-	num := func(s string) []int {
-		var out []int
-		for _, f := range strings.Split(s, ".") {
-			n := 0
-			for _, c := range f {
-				if c < '0' || c > '9' {
-					break
-				}
-				n = n*10 + int(c-'0')
-			}
-			out = append(out, n)
-		}
-		for len(out) < 3 {
-			out = append(out, 0)
-		}
-		return out
-	}
-	a, b := num(v), num(want)
+	a, b := numbers(v), numbers(want)
 	if a[0] != b[0] || b[0] == 0 && a[1] != b[1] {
 		return false
 	}
@@ -142,6 +154,32 @@ func compatible(v, want string) bool {
 		}
 	}
 	return true
+}
+
+// pythonVersion is the installed version of a distribution ("" = none).
+func (h Host) pythonVersion(dist string) string {
+	out, err := exec.Command(h.Python, "-c", "import sys, importlib.metadata as m; print(m.version(sys.argv[1]))", dist).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// hasPython reports whether dist is installed at min or later.
+func (h Host) hasPython(dist, min string) bool {
+	v := h.pythonVersion(dist)
+	return v != "" && !older(v, min)
+}
+
+// older reports whether version v is below min (numeric, dot-separated).
+func older(v, min string) bool {
+	a, b := numbers(v), numbers(min)
+	for i := range 3 {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
 }
 
 func (h Host) hasLibrary(globs []string) bool {
@@ -157,7 +195,8 @@ func (h Host) hasLibrary(globs []string) bool {
 func (h Host) Missing(impl string) []Requirement {
 	var out []Requirement
 	for _, r := range table[impl].reqs {
-		if r.Crate != "" && !h.hasCrate(r.Crate, r.Series) || r.Library != "" && !h.hasLibrary(r.Globs) {
+		if r.Crate != "" && !h.hasCrate(r.Crate, r.Series) || r.Library != "" && !h.hasLibrary(r.Globs) ||
+			r.Python != "" && !h.hasPython(r.Python, r.Series) {
 			out = append(out, r)
 		}
 	}
@@ -176,8 +215,20 @@ func (h Host) Why(impl string) (string, bool) {
 	if len(miss) == 0 {
 		return "", false
 	}
-	var crates, libs []string
+	var crates, libs, py []string
 	for _, r := range miss {
+		if r.Python != "" {
+			d := "not in Debian"
+			if r.Debian != "" {
+				d = "Debian has " + r.Debian
+			}
+			have := "absent"
+			if v := h.pythonVersion(r.Python); v != "" {
+				have = v
+			}
+			py = append(py, fmt.Sprintf("%s>=%s (%s; %s here, %s)", r.Python, r.Series, r.From, have, d))
+			continue
+		}
 		if r.Crate != "" {
 			d := "not in Debian"
 			if r.Debian != "" {
@@ -191,6 +242,9 @@ func (h Host) Why(impl string) (string, bool) {
 	var parts []string
 	if len(crates) > 0 {
 		parts = append(parts, fmt.Sprintf("Rust crates not in %s: %s — vendor them (cargo vendor on a networked machine) into a directory source", h.Registry, strings.Join(crates, ", ")))
+	}
+	if len(py) > 0 {
+		parts = append(parts, fmt.Sprintf("Python packages for %s: %s", h.Python, strings.Join(py, ", ")))
 	}
 	if len(libs) > 0 {
 		parts = append(parts, fmt.Sprintf("libraries not installed: %s — build and install them (getdeps.py in mvfst's tree)", strings.Join(libs, ", ")))

@@ -67,3 +67,23 @@ func TestWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestWhyPython: the interpreter is asked for each distribution's version;
+// one new enough drops out of the line.
+func TestWhyPython(t *testing.T) {
+	py := filepath.Join(t.TempDir(), "python3")
+	// A stand-in interpreter: the distribution name is its last argument.
+	script := "#!/bin/sh\nfor a; do d=$a; done\ncase $d in cryptography) echo 38.0.4;; pyopenssl) echo 24.0.0;; *) exit 1;; esac\n"
+	if err := os.WriteFile(py, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := Host{Registry: t.TempDir(), Root: t.TempDir(), Python: py}
+	line, ok := h.Why("aioquic")
+	if !ok || !strings.Contains(line, "cryptography>=42.0.0 (pyproject.toml; tls.py imports asymmetric.types, cryptography >= 40; 38.0.4 here, Debian has 38.0.4)") ||
+		!strings.Contains(line, "pylsqpack>=0.3.3 (pyproject.toml (HTTP/3 only); absent here, not in Debian)") || strings.Contains(line, "pyopenssl") {
+		t.Errorf("aioquic: %q %v", line, ok)
+	}
+	if older("24.0.0", "24") || !older("23.0.0", "24") || older("42.0.5", "42.0.0") {
+		t.Error("older")
+	}
+}
