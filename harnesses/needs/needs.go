@@ -57,6 +57,7 @@ var DefaultHost = Host{Registry: "/usr/share/cargo/registry", Root: "/", Python:
 var table = map[string]struct {
 	what string // the build
 	reqs []Requirement
+	note string // appended to the line
 }{
 	"neqo": {"neqo-transport at the pin (NSS through the nss-rs crate)", []Requirement{
 		{Crate: "nss-rs", Series: "0.14", From: "Cargo.toml workspace"},
@@ -68,7 +69,7 @@ var table = map[string]struct {
 		{Crate: "enum-map", Series: "2.7", From: "Cargo.toml workspace", Debian: "2.4.1"},
 		{Crate: "enumset", Series: "1", From: "Cargo.toml workspace"},
 		{Crate: "static_assertions", Series: "1", From: "Cargo.toml workspace"},
-	}},
+	}, ""},
 	"s2n-quic": {"s2n-quic at the pin with its rustls provider", []Requirement{
 		{Crate: "rustls", Series: "0.23", From: "quic/s2n-quic-rustls/Cargo.toml", Debian: "0.20.8"},
 		{Crate: "rustls-pki-types", Series: "1", From: "quic/s2n-quic-rustls/Cargo.toml"},
@@ -76,7 +77,7 @@ var table = map[string]struct {
 		{Crate: "zerocopy", Series: "0.8", From: "quic/s2n-quic-core/Cargo.toml", Debian: "0.6.1"},
 		{Crate: "hex-literal", Series: "1", From: "quic/s2n-quic-core/Cargo.toml"},
 		{Crate: "futures", Series: "0.3", From: "quic/s2n-quic/Cargo.toml", Debian: "0.3.21"},
-	}},
+	}, ""},
 	"tquic": {"tquic at the pin (BoringSSL from its deps/boringssl submodule, built by cmake)", []Requirement{
 		{Crate: "ring", Series: "0.17", From: "Cargo.toml", Debian: "0.16.20"},
 		{Crate: "strum", Series: "0.24", From: "Cargo.toml", Debian: "0.19.2"},
@@ -84,7 +85,7 @@ var table = map[string]struct {
 		{Crate: "lru", Series: "0.12", From: "Cargo.toml", Debian: "0.7.8"},
 		{Crate: "enumflags2", Series: "0.7", From: "Cargo.toml", Debian: "0.6.4"},
 		{Crate: "priority-queue", Series: "1", From: "Cargo.toml"},
-	}},
+	}, ""},
 	// aioquic: pyproject.toml's dependencies at the pin; tls.py imports
 	// cryptography.hazmat.primitives.asymmetric.types (cryptography >= 40)
 	// since 488f1ab (2024-01-23). pylsqpack serves HTTP/3 only.
@@ -93,13 +94,13 @@ var table = map[string]struct {
 		{Python: "service-identity", Series: "24.1.0", From: "pyproject.toml", Debian: "18.1.0"},
 		{Python: "pyopenssl", Series: "24", From: "pyproject.toml", Debian: "23.0.0"},
 		{Python: "pylsqpack", Series: "0.3.3", From: "pyproject.toml (HTTP/3 only)"},
-	}},
+	}, "commit 5bbac3bfa691 (2024-01-15, the last before that import) runs QUIC on Debian bookworm's python3-cryptography 38, python3-openssl 23, python3-service-identity 18.1 and python3-certifi (C extensions built with python3-dev and libssl-dev), but has no harness yet"},
 	"mvfst": {"mvfst at the pin (CMake)", []Requirement{
 		{Library: "folly", From: "CMakeLists.txt find_package(folly REQUIRED)",
 			Globs: []string{"usr/lib/*/cmake/folly/folly-config.cmake", "usr/local/lib/cmake/folly/folly-config.cmake", "usr/include/folly/Range.h", "usr/local/include/folly/Range.h"}},
 		{Library: "fizz", From: "CMakeLists.txt find_package(Fizz REQUIRED)",
 			Globs: []string{"usr/lib/*/cmake/fizz/fizz-config.cmake", "usr/local/lib/cmake/fizz/fizz-config.cmake", "usr/include/fizz/protocol/Types.h", "usr/local/include/fizz/protocol/Types.h"}},
-	}},
+	}, ""},
 }
 
 // Known reports whether the package has requirements for impl.
@@ -249,5 +250,9 @@ func (h Host) Why(impl string) (string, bool) {
 	if len(libs) > 0 {
 		parts = append(parts, fmt.Sprintf("libraries not installed: %s — build and install them (getdeps.py in mvfst's tree)", strings.Join(libs, ", ")))
 	}
-	return fmt.Sprintf("a live build of %s needs %s", e.what, strings.Join(parts, "; ")), true
+	line := fmt.Sprintf("a live build of %s needs %s", e.what, strings.Join(parts, "; "))
+	if e.note != "" {
+		line += "; " + e.note
+	}
+	return line, true
 }
