@@ -435,3 +435,38 @@ func ConstantsFor(name string) (Constants, bool, error) {
 	}
 	return e.c.clone(), true, nil
 }
+
+// ConstantsAt returns the constants the audit wrote for name at commit
+// (data/constants/at/<name>@<commit>.json, written by `migaudit audit
+// --commit C --write-constants`) when there are some: a live run of code
+// other than the pin (quinn 0.9.3 from Debian) is judged with the constants
+// of the code that ran. Otherwise, or for commit "", it is ConstantsFor.
+func ConstantsAt(name, commit string) (Constants, bool, error) {
+	if c, found, err := ConstantsWrittenAt(name, commit); err != nil || found {
+		return c, found, err
+	}
+	return ConstantsFor(name)
+}
+
+// ConstantsWrittenAt returns the constants the audit wrote for name at
+// commit (data/constants/at/<name>@<commit>.json) and whether there are
+// any; it never falls back to the pin's.
+func ConstantsWrittenAt(name, commit string) (Constants, bool, error) {
+	if commit == "" {
+		return Constants{}, false, nil
+	}
+	canon, err := CanonicalName(name)
+	if err != nil {
+		return Constants{}, false, err
+	}
+	p := "constants/at/" + canon + "@" + commit + ".json"
+	b, err := constantsFS.ReadFile(p)
+	if err != nil {
+		return Constants{}, false, nil
+	}
+	var c Constants
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Constants{}, false, fmt.Errorf("data/%s: %w", p, err)
+	}
+	return c, true, nil
+}

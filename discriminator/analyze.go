@@ -44,6 +44,10 @@ type Options struct {
 	// empty: the implementation's default. It selects the audited loss
 	// response a window decrease is matched against.
 	CC string
+	// Commit is the commit whose code ran, when it is not the pin (quinn
+	// 0.9.3 from Debian): the constants the audit wrote at it
+	// (data.ConstantsAt) are used when there are some; "" = the pin's.
+	Commit string
 }
 
 // Analyze classifies every window decrease around the migration in tl,
@@ -86,7 +90,13 @@ func begin(source string, meta timeline.Meta, warnings []timeline.Warning, opt O
 		notes = append(notes, fmt.Sprintf("implementation %q taken from the trace", opt.Impl))
 	}
 	params, used := mergeParams(opt.Impl, meta.Params, opt.Params)
-	cs, err := evalConstantsFor(opt.Impl, opt.CC, params, opt.Constants)
+	at := opt.Constants
+	if at == nil && opt.Commit != "" {
+		if c, found, err := data.ConstantsWrittenAt(opt.Impl, opt.Commit); err == nil && found {
+			at = &c
+		}
+	}
+	cs, err := evalConstantsFor(opt.Impl, opt.CC, params, at)
 	if err != nil {
 		return Analysis{}, constantSet{}, fmt.Errorf("analyze %s: %w", source, err)
 	}

@@ -88,6 +88,11 @@ func TestMalformed(t *testing.T) {
 			wantPos: func(raw []byte) string { return at(raw, `{"module":"qlyharness"`) }},
 		{file: "quicly_no_records.jsonl", format: FormatQuicly, want: []string{"no quicly event log records"}},
 		{file: "unknown.txt", format: "lsquic-log", want: []string{`unknown format "lsquic-log"`}},
+		{file: "quinn_bad_cwnd.log", want: []string{`ack cwnd="15x600" is not an integer`},
+			wantPos: func(raw []byte) string { return at(raw, "25433 ack") }},
+		{file: "quinn_no_header.log", format: FormatQuinn, want: []string{"record 1 at byte 0", `before the "# quinn-cc-log" header`}},
+		{file: "quinn_bad_pn.log", want: []string{`sent pn="9-2" is not a packet number range`},
+			wantPos: func(raw []byte) string { return at(raw, "5100 sent") }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file+"/"+tc.format, func(t *testing.T) {

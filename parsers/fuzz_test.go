@@ -105,3 +105,7 @@ func FuzzParseTimelineCSV(f *testing.F) {
 func FuzzParseQuicly(f *testing.F) {
 	fuzzParse(f, FormatQuicly, []string{"quicly_*", "errors/quicly_*"}, "", "")
 }
+
+func FuzzParseQuinn(f *testing.F) {
+	fuzzParse(f, FormatQuinn, []string{"quinn_*", "errors/quinn_*"}, "", "")
+}

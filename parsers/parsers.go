@@ -57,6 +57,7 @@ const (
 	FormatMsquic   = "msquic-log"
 	FormatCSV      = "timeline-csv"
 	FormatQuicly   = "quicly-log"
+	FormatQuinn    = "quinn-cc-log"
 )
 
 // Options controls Parse.
@@ -67,7 +68,7 @@ type Options struct {
 
 // Formats lists the formats Parse understands.
 func Formats() []string {
-	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatQuicly, FormatCSV}
+	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatQuicly, FormatCSV, FormatQuinn}
 }
 
 type parseFunc func(in *input, h timeline.Handler) error
@@ -80,6 +81,7 @@ var parsersByFormat = map[string]parseFunc{
 	FormatMsquic:   parseMsquic,
 	FormatQuicly:   parseQuicly,
 	FormatCSV:      parseCSV,
+	FormatQuinn:    parseQuinn,
 }
 
 // peekSize is how much decompressed content Detect sees.
@@ -278,6 +280,8 @@ func Detect(peek []byte) (string, error) {
 			return FormatMsquic, nil
 		}
 		return "", fmt.Errorf("unrecognised trace starting with %q; pass --format", excerpt(firstLine))
+	case bytes.HasPrefix(firstLine, []byte(quinnHeader)):
+		return FormatQuinn, nil
 	default:
 		if isCSVHeader(firstLine) {
 			return FormatCSV, nil

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -243,6 +244,45 @@ func TestSmallTraces(t *testing.T) {
 				want := "new_local_ip@ new_remote_ip@10.0.1.1:50108 connected@10.0.1.1:50108 Set active (rebind=0)@ new_remote_ip@10.0.3.1:51637 server_peer_addr_changed@10.0.3.1:51637"
 				if strings.Join(details, " ") != want {
 					t.Errorf("path events\n got %s\nwant %s", strings.Join(details, " "), want)
+				}
+			}},
+		{file: "quinn_small.log", format: FormatQuinn, samples: 6, vantage: "server", pathIDs: true, addresses: true,
+			cwnd: []int64{12000, 15600, 12000, 13200, 9240, 9240},
+			check: func(t *testing.T, tl *timeline.Timeline) {
+				// The new path's controller starts at quinn's initial window.
+				if s := tl.Samples[2]; s.PathID != "cc2" || s.TimeUS != 5011240 || s.Fields != timeline.FieldCwnd || s.SmoothedRTTUS != 0 {
+					t.Errorf("new controller sample %+v", s)
+				}
+				s := tl.Samples[3]
+				if s.SmoothedRTTUS != 24000 || s.LatestRTTUS != 20010 || s.BytesInFlight != 1200 {
+					t.Errorf("ack sample %+v", s)
+				}
+				// "-" is not a measurement: the RTTs carry forward, unreported.
+				if s := tl.Samples[5]; s.Fields.Has(timeline.FieldLatestRTT) || s.LatestRTTUS != 20010 || s.SmoothedRTTUS != 30000 {
+					t.Errorf("sample without newest RTT %+v", s)
+				}
+				var sent []int64
+				var peers, acked []string
+				for _, e := range tl.Events {
+					switch e.Kind {
+					case timeline.PacketSent:
+						sent = append(sent, e.PacketNumber)
+					case timeline.PathEvent:
+						if e.From != "" {
+							peers = append(peers, e.From)
+						}
+					case timeline.PacketsAcked:
+						acked = append(acked, fmt.Sprint(e.AckRanges))
+					}
+				}
+				if !equalInts(sent, []int64{0, 1, 2, 4000, 4001}) {
+					t.Errorf("packet_sent numbers %v", sent)
+				}
+				if strings.Join(peers, " ") != "198.18.1.2:51000 198.18.2.2:40000" || strings.Join(acked, " ") != "[{2 2}] [{4001 4001}]" {
+					t.Errorf("peers %q, acks %q", peers, acked)
+				}
+				if countKind(tl, timeline.CongestionEvent) != 1 || tl.Meta.Implementation != "quinn" {
+					t.Errorf("congestion events %d, meta %+v", countKind(tl, timeline.CongestionEvent), tl.Meta)
 				}
 			}},
 		{file: "timeline_small.csv", format: FormatCSV, samples: 4, vantage: "server",

@@ -21,7 +21,7 @@ const (
 )
 
 var quinnFiles = []string{
-	"quinn-proto/src/connection/*.rs", "quinn-proto/src/config/*.rs", "quinn-proto/src/congestion.rs",
+	"quinn-proto/src/connection/*.rs", "quinn-proto/src/config/*.rs", "quinn-proto/src/config.rs", "quinn-proto/src/congestion.rs",
 	"quinn-proto/src/congestion/cubic.rs", "quinn-proto/src/lib.rs", "quinn/src/*.rs",
 }
 
@@ -245,17 +245,28 @@ var quinnQ3 = &query.Rule{
 
 var quinnConstants = &query.Rule{
 	Name: "quinn/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: quinnFiles,
-	Doc:   "Cubic (the default controller) initial and minimum window, BETA_CUBIC, default initial RTT.",
-	Needs: []query.Anchor{query.FuncIn("quinn-proto/src/congestion/cubic.rs", "default", "CubicConfig"), query.FuncIn("quinn-proto/src/congestion/cubic.rs", "minimum_window", "Cubic"), query.FuncIn("quinn-proto/src/config/transport.rs", "default", "TransportConfig")},
+	Doc: "Cubic (the default controller) initial and minimum window, BETA_CUBIC, default initial RTT.",
+	// quinn 0.9 (Debian's, run live) keeps TransportConfig in config.rs and
+	// the minimum window in CubicConfig::default; later versions moved
+	// TransportConfig to config/transport.rs and compute Cubic::minimum_window.
+	Needs: []query.Anchor{query.FuncIn("quinn-proto/src/congestion/cubic.rs", "default", "CubicConfig")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		n := x.Needed()
-		cfgDef, minW, tDef := n[0], n[1], n[2]
+		cfgDef := x.Needed()[0]
+		tDef, ok := x.Lookup(query.FuncIn("quinn-proto/src/config/transport.rs", "default", "TransportConfig"))
+		if !ok {
+			tDef, ok = x.Lookup(query.FuncIn("quinn-proto/src/config.rs", "default", "TransportConfig"))
+		}
+		if !ok {
+			x.Missing("function default for TransportConfig in quinn-proto/src/config/transport.rs or quinn-proto/src/config.rs")
+			return x.Absence()
+		}
+		minW, computed := x.Lookup(query.FuncIn("quinn-proto/src/congestion/cubic.rs", "minimum_window", "Cubic"))
 		var out []audit.Finding
 		iw, ok := x.FieldInit(cfgDef, "initial_window")
 		cc, okCC := x.FieldInit(tDef, "congestion_controller_factory")
 		mtu, okM := x.FieldInit(tDef, "initial_mtu")
 		rtt, okR := x.FieldInit(tDef, "initial_rtt")
-		if !ok || !okCC || !okM || !okR {
+		if !ok || !okCC || computed && !okM || !okR {
 			x.Missing("TransportConfig/CubicConfig default fields")
 			return x.Absence()
 		}
@@ -266,19 +277,35 @@ var quinnConstants = &query.Rule{
 		}
 		f.Evidence = append(f.Evidence, x.Evidence(cc.Pos, "setting", cc.RHS))
 		out = append(out, f)
+		if !computed {
+			// quinn 0.9: CubicConfig::default sets minimum_window, and
+			// Cubic::on_congestion_event floors the window at it.
+			mw, ok := x.FieldInit(cfgDef, "minimum_window")
+			if !ok {
+				out = append(out, x.AbsentFor(audit.ConstMinWindow, "Cubic::minimum_window or CubicConfig::default minimum_window"))
+			} else {
+				f, err := x.Resolver(nil).Constant(audit.ConstMinWindow, mw.RHS, mw.Pos, "CubicConfig::default minimum_window", "window floor after a congestion event (self.config.minimum_window)", false)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, f)
+			}
+		}
 		// minimum window: 2 * current_mtu, current_mtu = get_initial_mtu() = INITIAL_MTU by default.
-		r := x.Resolver(nil)
-		s, err := r.Eval(mtu.RHS)
-		if err != nil {
-			return nil, err
+		if computed {
+			r := x.Resolver(nil)
+			s, err := r.Eval(mtu.RHS)
+			if err != nil {
+				return nil, err
+			}
+			r = x.Resolver(map[string]query.Param{"current_mtu": {Name: "S", Default: s}})
+			f, err = r.Constant(audit.ConstMinWindow, query.TailExpr(minW), x.ExprPos(minW, query.TailExpr(minW)), "Cubic::minimum_window", "S = current MTU, initially TransportConfig.initial_mtu = "+mtu.RHS, false)
+			if err != nil {
+				return nil, err
+			}
+			f.Evidence = append(f.Evidence, x.Evidence(mtu.Pos, "setting", "initial_mtu: "+mtu.RHS))
+			out = append(out, f)
 		}
-		r = x.Resolver(map[string]query.Param{"current_mtu": {Name: "S", Default: s}})
-		f, err = r.Constant(audit.ConstMinWindow, query.TailExpr(minW), x.ExprPos(minW, query.TailExpr(minW)), "Cubic::minimum_window", "S = current MTU, initially TransportConfig.initial_mtu = "+mtu.RHS, false)
-		if err != nil {
-			return nil, err
-		}
-		f.Evidence = append(f.Evidence, x.Evidence(mtu.Pos, "setting", "initial_mtu: "+mtu.RHS))
-		out = append(out, f)
 		// loss factor: BETA_CUBIC, as used in on_congestion_event.
 		beta, ok := x.Const("BETA_CUBIC")
 		if !ok {

@@ -34,7 +34,7 @@ else a clone in the user cache directory (needs network on first use).`,
 	f.StringVar(&o.Commit, "commit", "", "commit, short hash or tag to audit instead of the pin")
 	f.StringVar(&o.Format, "format", "table", "output format: table or json")
 	f.BoolVar(&o.Strict, "strict", false, "exit non-zero when the validator's independent reading contradicts an answer (DISPUTED)")
-	f.BoolVar(&o.WriteConstants, "write-constants", false, "write data/constants/<name>.json from the constant findings (pinned commit only)")
+	f.BoolVar(&o.WriteConstants, "write-constants", false, "write data/constants/<name>.json from the constant findings (another --commit: data/constants/at/<name>@<commit>.json, used for live runs of that code)")
 	f.StringVar(&o.ConstantsDir, "constants-dir", "data/constants", "where --write-constants writes")
 	cmd.AddCommand(newAuditDiffCmd(), newAuditHistoryCmd())
 	return cmd

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/migaudit/migaudit/data"
+	"github.com/migaudit/migaudit/harnesses/needs"
 	liverun "github.com/migaudit/migaudit/harnesses/run"
 	"github.com/migaudit/migaudit/harnesses/run/tbnet"
 	"github.com/migaudit/migaudit/harnesses/testbed"
@@ -24,6 +25,7 @@ import (
 	_ "github.com/migaudit/migaudit/harnesses/ngtcp2"
 	_ "github.com/migaudit/migaudit/harnesses/picoquic"
 	_ "github.com/migaudit/migaudit/harnesses/quicgo"
+	_ "github.com/migaudit/migaudit/harnesses/quinn"
 )
 
 func init() { register(newRunCmd) }
@@ -82,6 +84,9 @@ the wire).`,
 					return err
 				}
 				why := im.Live
+				if w, ok := needs.DefaultHost.Why(im.Name); ok {
+					why = w // what this machine lacks for a live build, checked now
+				}
 				if why == "" {
 					why = "no live harness"
 				}

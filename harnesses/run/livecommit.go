@@ -35,6 +35,11 @@ func liveConstants(impl string, res RepResult) (*data.Constants, string) {
 	if err != nil || im.Commit == commit {
 		return nil, ""
 	}
+	// Constants the audit wrote at that commit (data/constants/at) need
+	// no mirror; otherwise the audit runs at the commit.
+	if c, found, err := data.ConstantsWrittenAt(impl, commit); err == nil && found {
+		return &c, ""
+	}
 	if ConstantsAt == nil {
 		return nil, fmt.Sprintf("constants are the pin's (%s), not those of the commit that ran (%s): no source audit is linked into this program", short12(im.Commit), short12(commit))
 	}

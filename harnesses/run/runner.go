@@ -344,7 +344,7 @@ func analyse(trace, impl string, sc Scenario, res RepResult, netw pathRTTs) (dis
 		oldRTT, newRTT = 0, netw.PathRTT(PathA)
 	}
 	atCommit, constWarn := liveConstants(impl, res)
-	opt := discriminator.Options{Impl: impl, Params: params, OldPathRTT: oldRTT, NewPathRTT: newRTT, CC: res.Settings["cc"], Constants: atCommit}
+	opt := discriminator.Options{Impl: impl, Params: params, OldPathRTT: oldRTT, NewPathRTT: newRTT, CC: res.Settings["cc"], Constants: atCommit, Commit: res.Settings[LiveCommitSetting]}
 	// The repetition's own capture and key log, when it has them, decide
 	// Q3 through the packet (docs/wire-reader.md); an unreadable capture
 	// leaves Q3 to values and says why.
@@ -405,7 +405,7 @@ func analyse(trace, impl string, sc Scenario, res RepResult, netw pathRTTs) (dis
 		}
 	}
 	rest.Source = tl.Source + " (after " + fmt.Sprint(cut/1000) + " ms: the return to path A)"
-	r, err := discriminator.Analyze(&rest, discriminator.Options{Impl: impl, Params: params, OldPathRTT: newRTT, NewPathRTT: oldRTT, CC: res.Settings["cc"], Constants: atCommit})
+	r, err := discriminator.Analyze(&rest, discriminator.Options{Impl: impl, Params: params, OldPathRTT: newRTT, NewPathRTT: oldRTT, CC: res.Settings["cc"], Constants: atCommit, Commit: res.Settings[LiveCommitSetting]})
 	if err != nil {
 		return a, nil, nil
 	}
