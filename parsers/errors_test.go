@@ -74,7 +74,9 @@ func TestMalformed(t *testing.T) {
 		{file: "picoquic_no_traces.qlog", format: FormatPicoquic, want: []string{`no "traces"`}},
 		{file: "msquic_bad_stats.log", want: []string{`STATS cwnd="148x569" is not an integer`},
 			wantPos: func(raw []byte) string { return at(raw, "[mq_server] t_us=5527022") }},
-		{file: "unknown.txt", format: "lsquic-log", want: []string{`unknown format "lsquic-log"`}},
+		{file: "unknown.txt", format: "nosuch-log", want: []string{`unknown format "nosuch-log"`}},
+		{file: "lsquic_bad_stats.log", want: []string{`STATS cwnd="12x4" is not a non-negative integer`},
+			wantPos: func(raw []byte) string { return at(raw, "[lsq_server] t_us=20 ") }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file+"/"+tc.format, func(t *testing.T) {
@@ -149,6 +151,7 @@ func TestDetect(t *testing.T) {
 		{in: "{\"qlog_version\":\"draft-02\",\"title\":\"quic-go\",\"traces\":[{\"events\":[]}]}\n", want: FormatPicoquic},
 		{in: "[mq_client] t_us=5 STATS cwnd=1\n", want: FormatMsquic},
 		{in: "[conn][0x1] New Remote IP: 1.2.3.4:5\n", want: FormatMsquic},
+		{in: "[lsq_server] t_us=5 listening unix_us=1\n", want: FormatLsquic},
 		{in: "time_us,cwnd\n1,2\n", want: FormatCSV},
 		{in: "arm,rep,time_us,cwnd\n", want: FormatCSV},
 		{in: "  \n\x1e ", err: "empty trace"},

@@ -101,3 +101,7 @@ func FuzzParseMsquic(f *testing.F) {
 func FuzzParseTimelineCSV(f *testing.F) {
 	fuzzParse(f, FormatCSV, []string{"*.csv", "errors/*.csv"}, "timelines/msquic/rep1_server.csv.gz", "5532258")
 }
+
+func FuzzParseLsquic(f *testing.F) {
+	fuzzParse(f, FormatLsquic, []string{"lsquic_*", "errors/lsquic_*"}, "", "")
+}

@@ -54,7 +54,10 @@ const (
 	FormatQuicGo   = "quicgo-qlog"
 	FormatQuiche   = "quiche-qlog"
 	FormatMsquic   = "msquic-log"
-	FormatCSV      = "timeline-csv"
+	// FormatLsquic is harnesses/lsquic's lsqharness stdout: its own lines
+	// and lsquic's log.
+	FormatLsquic = "lsquic-log"
+	FormatCSV    = "timeline-csv"
 )
 
 // Options controls Parse.
@@ -65,7 +68,7 @@ type Options struct {
 
 // Formats lists the formats Parse understands.
 func Formats() []string {
-	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatCSV}
+	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatLsquic, FormatCSV}
 }
 
 type parseFunc func(in *input, h timeline.Handler) error
@@ -76,6 +79,7 @@ var parsersByFormat = map[string]parseFunc{
 	FormatQuicGo:   parseQuicGo,
 	FormatQuiche:   parseQuiche,
 	FormatMsquic:   parseMsquic,
+	FormatLsquic:   parseLsquic,
 	FormatCSV:      parseCSV,
 }
 
@@ -271,6 +275,9 @@ func Detect(peek []byte) (string, error) {
 		}
 		return "", fmt.Errorf("unrecognised JSON trace: neither a JSON-SEQ qlog (first record is not one line of JSON) nor a draft-00 qlog document (no \"traces\"); pass --format")
 	case p[0] == '[':
+		if bytes.HasPrefix(p, []byte("[lsq_")) {
+			return FormatLsquic, nil
+		}
 		if bytes.Contains(p, []byte("] t_us=")) || bytes.Contains(p, []byte("[conn][0x")) || bytes.HasPrefix(p, []byte("[mq_")) {
 			return FormatMsquic, nil
 		}
