@@ -22,6 +22,7 @@ import (
 	// Live harnesses register themselves with harnesses/run.
 	_ "github.com/migaudit/migaudit/harnesses/msquic"
 	_ "github.com/migaudit/migaudit/harnesses/ngtcp2"
+	_ "github.com/migaudit/migaudit/harnesses/lsquic"
 	_ "github.com/migaudit/migaudit/harnesses/picoquic"
 	_ "github.com/migaudit/migaudit/harnesses/quicgo"
 )

@@ -1,0 +1,178 @@
+package lsquic
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/migaudit/migaudit/harnesses/boringssl"
+	"github.com/migaudit/migaudit/harnesses/upstream"
+)
+
+//go:embed csrc/lsqharness.c
+var harnessC []byte
+
+const (
+	// Upstream is lsquic's repository.
+	Upstream = "https://github.com/litespeedtech/lsquic"
+	// RecipeVersion changes when the build steps below change.
+	RecipeVersion = "lsquic-1"
+	// Binary is the harness executable inside the build directory.
+	Binary = "lsqharness"
+	// Library is lsquic's static library inside the library build.
+	Library = "cmake/src/liblsquic/liblsquic.a"
+)
+
+// submodule is one of lsquic's two git submodules, exported from its own
+// mirror at the commit lsquic's tree records.
+type submodule struct {
+	path, dep, upstream string
+}
+
+var submodules = []submodule{
+	{"src/liblsquic/ls-qpack", "ls-qpack", "https://github.com/litespeedtech/ls-qpack"},
+	{"src/lshpack", "ls-hpack", "https://github.com/litespeedtech/ls-hpack"},
+}
+
+// Deps are the --dep names the harness takes.
+var Deps = []string{"boringssl", "ls-qpack", "ls-hpack"}
+
+var (
+	lsquicOptions = []string{
+		"-DCMAKE_BUILD_TYPE=Release", "-DLSQUIC_BIN=OFF", "-DLSQUIC_TESTS=OFF", "-DLSQUIC_SHARED_LIB=OFF",
+		"-DLSQUIC_LIBSSL=BORINGSSL",
+	}
+	harnessCFlags = []string{"-O2", "-g", "-std=gnu11"}
+)
+
+// LibRecipe builds liblsquic.a at o's commit against the BoringSSL build
+// bssl, with ls-qpack and ls-hpack exported from their mirrors at the
+// commits lsquic's tree records (or --dep NAME=DIR@COMMIT).
+func LibRecipe(o upstream.Options, bssl boringssl.Built) (upstream.Recipe, error) {
+	src := upstream.Source{Impl: "lsquic", Upstream: Upstream, Dir: o.Source, Commit: o.Commit}
+	snap, err := upstream.Open(src)
+	if err != nil {
+		return upstream.Recipe{}, err
+	}
+	src.Commit = snap.Commit()
+	opts := []string{"boringssl:" + bssl.Key}
+	for _, s := range submodules {
+		if d := o.Deps[s.dep]; d != "" {
+			opts = append(opts, s.dep+":"+d)
+		}
+	}
+	for _, op := range lsquicOptions {
+		opts = append(opts, "lsquic:"+op)
+	}
+	return upstream.Recipe{
+		Impl: "lsquic-lib", Version: RecipeVersion, Src: src, Options: opts,
+		Tools:    []string{"cmake", "make", "cc", "perl"},
+		Packages: []string{"zlib1g-dev"},
+		Build: func(ctx context.Context, w *upstream.Workspace) error {
+			for _, s := range submodules {
+				if err := exportSubmodule(w, s, o.Deps[s.dep]); err != nil {
+					return err
+				}
+			}
+			cm := filepath.Join(w.BuildDir, "cmake")
+			args := append([]string{"-S", w.SrcDir, "-B", cm}, lsquicOptions...)
+			args = append(args, "-DBORINGSSL_INCLUDE="+bssl.Include(), "-DBORINGSSL_LIB="+bssl.BuildDir)
+			if err := w.Run(ctx, w.BuildDir, "cmake", args...); err != nil {
+				return fmt.Errorf("configure lsquic: %w", err)
+			}
+			if err := w.Run(ctx, w.BuildDir, "cmake", "--build", cm, fmt.Sprintf("-j%d", max(1, w.Jobs)), "--target", "lsquic"); err != nil {
+				return fmt.Errorf("build lsquic: %w", err)
+			}
+			return nil
+		},
+		Outputs: []string{Library},
+	}, nil
+}
+
+// exportSubmodule exports s into the lsquic tree: from --dep DIR[@COMMIT]
+// when given, else from its mirror at the gitlink commit lsquic records.
+func exportSubmodule(w *upstream.Workspace, s submodule, dep string) error {
+	dir, rev, _ := strings.Cut(dep, "@")
+	if rev == "" {
+		c, ok := w.Submodules[s.path]
+		if !ok {
+			return fmt.Errorf("this lsquic commit has no %s submodule; pass --dep %s=DIR@COMMIT", s.path, s.dep)
+		}
+		rev = c
+	}
+	dst := filepath.Join(w.SrcDir, filepath.FromSlash(s.path))
+	if _, err := w.Export(upstream.Source{Impl: s.dep, Upstream: s.upstream, Dir: dir, Commit: rev, Dep: true}, dst); err != nil {
+		return fmt.Errorf("lsquic submodule %s at %s: %w; pass --dep %s=DIR@COMMIT with a checkout that has a commit lsquic builds with", s.path, short(rev), err, s.dep)
+	}
+	return nil
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// HarnessRecipe compiles csrc/lsqharness.c against the library build lib
+// and BoringSSL.
+func HarnessRecipe(o upstream.Options, lib *upstream.Artifact, bssl boringssl.Built) upstream.Recipe {
+	opts := []string{"library:" + lib.Key, "boringssl:" + bssl.Key}
+	for _, f := range harnessCFlags {
+		opts = append(opts, "cc:"+f)
+	}
+	return upstream.Recipe{
+		Impl: "lsquic", Version: RecipeVersion,
+		Src:      upstream.Source{Impl: "lsquic", Upstream: Upstream, Dir: o.Source, Commit: lib.Commit},
+		Options:  opts,
+		Files:    map[string][]byte{"lsqharness.c": harnessC},
+		Tools:    []string{"cc"},
+		Packages: []string{"zlib1g-dev"},
+		Build: func(ctx context.Context, w *upstream.Workspace) error {
+			cc := append([]string{}, harnessCFlags...)
+			cc = append(cc, "-I"+filepath.Join(w.SrcDir, "include"), "-I"+bssl.Include(),
+				filepath.Join(w.FilesDir, "lsqharness.c"),
+				lib.Path(Library), bssl.SSL(), bssl.Crypto(),
+				"-lz", "-lstdc++", "-lpthread", "-lm",
+				"-o", filepath.Join(w.BuildDir, Binary))
+			if err := w.Run(ctx, w.BuildDir, "cc", cc...); err != nil {
+				return fmt.Errorf("compile harnesses/lsquic/csrc/lsqharness.c against lsquic: %w", err)
+			}
+			return nil
+		},
+		Outputs: []string{Binary},
+	}
+}
+
+// Built is the BoringSSL, library and harness builds a run uses.
+type Built struct {
+	BoringSSL    boringssl.Built
+	Lib, Harness *upstream.Artifact
+}
+
+// Ensure builds (or reuses) BoringSSL, lsquic and the harness for o.
+func Ensure(ctx context.Context, o upstream.Options, log io.Writer) (*Built, error) {
+	if err := upstream.CheckDeps("lsquic", o.Deps, Deps...); err != nil {
+		return nil, err
+	}
+	bssl, err := boringssl.Ensure(ctx, o.Deps["boringssl"], log)
+	if err != nil {
+		return nil, err
+	}
+	lr, err := LibRecipe(o, bssl)
+	if err != nil {
+		return nil, err
+	}
+	lib, err := upstream.Ensure(ctx, lr, log)
+	if err != nil {
+		return nil, err
+	}
+	h, err := upstream.Ensure(ctx, HarnessRecipe(o, lib, bssl), log)
+	if err != nil {
+		return nil, err
+	}
+	return &Built{BoringSSL: bssl, Lib: lib, Harness: h}, nil
+}
