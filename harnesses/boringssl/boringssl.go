@@ -6,8 +6,10 @@ package boringssl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -82,8 +84,12 @@ func (b Built) Crypto() string { return b.Path("libcrypto.a") }
 
 // Ensure builds (or reuses) BoringSSL for a --dep value.
 func Ensure(ctx context.Context, dep string, log io.Writer) (Built, error) {
-	a, err := upstream.Ensure(ctx, Recipe(Source(dep)), log)
+	src := Source(dep)
+	a, err := upstream.Ensure(ctx, Recipe(src), log)
 	if err != nil {
+		if src.Dir != "" && errors.Is(err, fs.ErrNotExist) {
+			return Built{}, fmt.Errorf("%w; --dep boringssl= wants a clone or bare mirror of %s (git clone --mirror %s DIR)", err, Upstream, Upstream)
+		}
 		return Built{}, err
 	}
 	return Built{a}, nil
