@@ -25,6 +25,7 @@ import (
 	_ "github.com/migaudit/migaudit/harnesses/lsquic"
 	_ "github.com/migaudit/migaudit/harnesses/picoquic"
 	_ "github.com/migaudit/migaudit/harnesses/quicgo"
+	_ "github.com/migaudit/migaudit/harnesses/xquic"
 )
 
 func init() { register(newRunCmd) }

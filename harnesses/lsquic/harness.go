@@ -25,21 +25,16 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/migaudit/migaudit/harnesses/run"
+	"github.com/migaudit/migaudit/harnesses/twosock"
 	"github.com/migaudit/migaudit/harnesses/upstream"
 )
 
 const (
-	// Port the server listens on inside the server namespace.
-	Port = 4433
 	// DefaultCC is lsquic's own default, es_cc_algo 0 = LSQUIC_DF_CC_ALGO 3
 	// (adaptive: BBRv1 until the first RTT sample, then Cubic if the
 	// smoothed RTT is at most es_cc_rtt_thresh = 1500 µs, else BBRv1;
@@ -82,17 +77,9 @@ func (h *Harness) ConfigureUpstream(o upstream.Options) error {
 
 // Capabilities: the client changes its IP address once.
 func (h *Harness) Capabilities() run.Capabilities {
-	return run.Capabilities{
-		Scenarios: map[run.Scenario]string{
-			run.Standard: "", run.StepDown: "", run.NATRebind: "",
-			run.PortRebind:  "lsquic has no client API to change its local address (its client migrates only to a server's preferred_address); the harness moves the connection to the path-B socket, which changes the IP, not only the port",
-			run.MigrateBack: "the harness moves the client once (to the path-B socket); a return to path A is not implemented",
-		},
-		DefaultCC: DefaultCC,
-		CCs:       []string{"adaptive", "cubic", "bbr"},
-		CCAliases: map[string]string{"bbr1": "bbr", "bbrv1": "bbr"},
-		CCWhy:     "lsquic's es_cc_algo selects Cubic (1), BBRv1 (2) or adaptive (3, the default)",
-	}
+	return twosock.Capabilities("lsquic (its client migrates only to a server's preferred_address)",
+		[]string{"adaptive", "cubic", "bbr"}, DefaultCC, map[string]string{"bbr1": "bbr", "bbrv1": "bbr"},
+		"lsquic's es_cc_algo selects Cubic (1), BBRv1 (2) or adaptive (3, the default)")
 }
 
 func (h *Harness) ensure(ctx context.Context) (*Built, error) {
@@ -181,197 +168,19 @@ func (b *Built) settings() map[string]string {
 	return s
 }
 
-// line is one lsqharness stdout line: "[lsq_ROLE] t_us=N VERB unix_us=U k=v…".
-type line struct {
-	verb   string
-	at     time.Time
-	fields map[string]string
-	raw    string
-}
-
-// parseLine returns ok false for lsquic's LOG lines and anything that is
-// not a harness line with a wall-clock time.
-func parseLine(s string) (line, bool, error) {
-	if !strings.HasPrefix(s, "[lsq_") {
-		return line{}, false, nil
-	}
-	f := strings.Fields(s)
-	if len(f) < 3 || f[2] == "LOG" || f[2] == "STATS" {
-		return line{}, false, nil
-	}
-	l := line{verb: f[2], fields: map[string]string{}, raw: s}
-	for _, kv := range f[3:] {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			continue // free text (error messages) after the fields
-		}
-		l.fields[k] = v
-	}
-	u, err := strconv.ParseInt(l.fields["unix_us"], 10, 64)
-	if err != nil {
-		return line{}, true, fmt.Errorf("lsqharness line %q: unix_us %q is not a number", s, l.fields["unix_us"])
-	}
-	l.at = time.UnixMicro(u).UTC()
-	return l, true, nil
-}
-
-func (l line) int(k string) int64 {
-	v, err := strconv.ParseInt(l.fields[k], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return v
-}
-
-// RunRep runs one download with a migration.
+// RunRep runs one download with a migration (harnesses/twosock).
 func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, error) {
-	res := run.RepResult{Settings: map[string]string{}}
 	b, err := h.ensure(ctx)
 	if err != nil {
-		return res, err
-	}
-	for k, v := range b.settings() {
-		res.Settings[k] = v
+		return run.RepResult{}, err
 	}
 	bin := b.Harness.Path(Binary)
-	if ver, err := exec.CommandContext(ctx, bin, "version").Output(); err == nil {
-		res.Version = strings.TrimPrefix(strings.TrimSpace(string(ver)), "lsquic ") + "+" + b.Lib.Commit[:12]
+	ver := ""
+	if out, err := exec.CommandContext(ctx, bin, "version").Output(); err == nil {
+		ver = strings.TrimPrefix(strings.TrimSpace(string(out)), "lsquic ") + "+" + b.Lib.Commit[:12]
 	}
-	cc := env.Plan.CC
-	size := env.Plan.BodyBytes
-	res.BodyBytes = size
-	res.Settings["cc"] = cc
-	res.Settings["body_bytes"] = strconv.FormatInt(size, 10)
-	res.Settings["migrate_at"] = env.Plan.MigrateAt().String()
-	res.Settings["migration_api"] = migrationAPI(env.Scenario)
-
-	keyPath, certPath, err := run.WriteSelfSigned(env.Dir)
-	if err != nil {
-		return res, err
-	}
-	srvIP := env.Net.ServerAddr().String()
-	timeout := env.Plan.ClientGiveUp
-
-	var mu sync.Mutex
-	var lineErrs []string
-	listening := make(chan struct{})
-	var lOnce sync.Once
-	onLine := func(role string, handle func(line)) func(string) {
-		return func(s string) {
-			l, ok, err := parseLine(s)
-			if !ok {
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				lineErrs = append(lineErrs, role+": "+err.Error())
-				return
-			}
-			handle(l)
-		}
-	}
-	var served int64 = -1
-	if env.KeyLog != "" {
-		res.KeyLogBy = "server" // SSL_CTX_set_keylog_callback on the server's SSL_CTX
-	}
-	srv, err := run.Start(run.ProcSpec{Role: "server", NS: env.Net.ServerNS(), Dir: env.Dir, GzipStdout: true,
-		Cmd: env.Net.Command(ctx, env.Net.ServerNS(), bin, "server", "--addr", srvIP, "--port", strconv.Itoa(Port),
-			"--cert", certPath, "--key", keyPath, "--cc", cc, "--body", strconv.FormatInt(size, 10),
-			"--timeout-ms", strconv.FormatInt(timeout.Milliseconds(), 10), "--keylog", env.KeyLog),
-		OnStdout: onLine("server", func(l line) {
-			switch l.verb {
-			case "listening":
-				lOnce.Do(func() { close(listening) })
-			case "peer":
-				res.ServerSaw = append(res.ServerSaw, run.AddrChange{At: l.at, From: l.fields["from"], To: l.fields["to"],
-					Evidence: "lsqharness server: lsquic_conn_get_sockaddr's peer address changed: " + l.raw})
-			case "served":
-				served = l.int("bytes")
-			case "error":
-				res.Notes = append(res.Notes, "server: "+l.raw)
-			}
-		})})
-	if err != nil {
-		return res, err
-	}
-	defer srv.Kill()
-	if err := srv.AwaitReady(ctx, listening, "lsqharness server", filepath.Join(env.Dir, "server.stderr"), 10*time.Second); err != nil {
-		return res, err
-	}
-
-	var received int64
-	var fin bool
-	var migrated string
-	cli, err := run.Start(run.ProcSpec{Role: "client", NS: env.Net.ClientNS(), Dir: env.Dir, GzipStdout: true,
-		Cmd: env.Net.Command(ctx, env.Net.ClientNS(), bin, "client", "--addr", srvIP, "--port", strconv.Itoa(Port),
-			"--local-a", env.Net.ClientAddr(run.PathA).String(), "--local-b", env.Net.ClientAddr(run.PathB).String(),
-			"--cc", cc, "--scenario", string(env.Scenario),
-			"--migrate-at-ms", strconv.FormatInt(env.Plan.MigrateAt().Milliseconds(), 10),
-			"--timeout-ms", strconv.FormatInt(timeout.Milliseconds(), 10)),
-		OnStdout: onLine("client", func(l line) {
-			switch l.verb {
-			case "start":
-				res.Settings["client_sockets"] = fmt.Sprintf("A=%s B=%s", l.fields["A"], l.fields["B"])
-			case "migrate":
-				migrated = l.raw
-				res.Moves = append(res.Moves, run.AddrChange{At: l.at, From: l.fields["from"], To: l.fields["to"],
-					Evidence: "lsqharness client: " + l.raw + "; from now on every datagram leaves from the socket bound to " + l.fields["to"] + " and what arrives there is handed to lsquic_engine_packet_in"})
-			case "local":
-				evd := "lsqharness client: " + l.raw + "; lsquic_conn_get_sockaddr (the connection's current path) now has local address " + l.fields["to"]
-				if migrated != "" {
-					evd += " (after " + migrated + ")"
-				}
-				res.Notes = append(res.Notes, evd)
-			case "progress", "received", "done":
-				if n := l.int("received"); n >= 0 {
-					received = n
-				}
-				if n := l.int("bytes"); l.verb == "received" && n >= 0 {
-					received = n
-				}
-				if l.verb == "done" {
-					fin = l.int("fin") == 1
-				}
-				if env.Progress != nil {
-					env.Progress(min(received, size), size)
-				}
-			case "error":
-				res.Notes = append(res.Notes, "client: "+l.raw)
-			}
-		})})
-	if err != nil {
-		return res, err
-	}
-	defer cli.Kill()
-	crec := cli.Wait(env.Plan.ClientTimeout)
-	// The server exits when its connection is closed (the client closes it
-	// after the FIN); give it time to see the CONNECTION_CLOSE.
-	select {
-	case <-srv.Done():
-	case <-time.After(15 * time.Second):
-		res.Notes = append(res.Notes, "server still running 15 s after the client exited: stopped with SIGINT")
-		srv.Stop(syscall.SIGINT, 10*time.Second)
-	}
-	srec := srv.Wait(time.Second)
-	res.Processes = []run.Process{srec, crec}
-
-	mu.Lock()
-	res.ReceivedBytes = received
-	res.Completed = crec.ExitCode == 0 && fin && received == size
-	if served >= 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("server served %d bytes", served))
-	}
-	res.Notes = append(res.Notes, lineErrs...)
-	mu.Unlock()
-	res.ServerTrace, res.ClientTrace = srec.Stdout, crec.Stdout
-	if len(lineErrs) > 0 {
-		return res, fmt.Errorf("lsqharness printed malformed lines: %s", lineErrs[0])
-	}
-	if ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	return res, nil
+	return twosock.RunRep(ctx, env, twosock.Spec{Prefix: "lsq", Name: "lsqharness", Bin: bin, Version: ver,
+		Settings: b.settings(), MigrationAPI: migrationAPI})
 }
 
 func migrationAPI(sc run.Scenario) string {

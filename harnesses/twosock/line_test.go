@@ -1,4 +1,4 @@
-package lsquic
+package twosock
 
 import (
 	"testing"
@@ -20,44 +20,40 @@ func TestParseLine(t *testing.T) {
 		{in: "[lsq_server] t_us=5 LOG [DEBUG] [QUIC:AB] event: TX packet #1", ok: false},
 		{in: "[lsq_server] t_us=5 STATS unix_us=1 cwnd=1", ok: false},
 		{in: "some library noise", ok: false},
+		{in: "[xqc_server] t_us=5 peer unix_us=1 from=a to=b", ok: false},
 		{in: "[lsq_server] t_us=5 peer from=a to=b", ok: true, err: true},
 	} {
-		l, ok, err := parseLine(c.in)
+		l, ok, err := ParseLine("lsq", c.in)
 		if ok != c.ok || (err != nil) != c.err {
-			t.Errorf("parseLine(%q) = ok %v err %v, want ok %v err %v", c.in, ok, err, c.ok, c.err)
+			t.Errorf("ParseLine(lsq, %q) = ok %v err %v, want ok %v err %v", c.in, ok, err, c.ok, c.err)
 			continue
 		}
 		if !ok || err != nil {
 			continue
 		}
-		if l.verb != c.verb || l.fields[c.field] != c.value {
-			t.Errorf("parseLine(%q) = %s %v, want %s %s=%s", c.in, l.verb, l.fields, c.verb, c.field, c.value)
+		if l.Verb != c.verb || l.Fields[c.field] != c.value {
+			t.Errorf("ParseLine(lsq, %q) = %s %v, want %s %s=%s", c.in, l.Verb, l.Fields, c.verb, c.field, c.value)
 		}
 	}
-	l, _, _ := parseLine("[lsq_server] t_us=5 peer unix_us=1764867600000001 from=a to=b")
-	if want := time.UnixMicro(1764867600000001).UTC(); !l.at.Equal(want) {
-		t.Errorf("at %v, want %v", l.at, want)
+	l, _, _ := ParseLine("lsq", "[lsq_server] t_us=5 peer unix_us=1764867600000001 from=a to=b")
+	if want := time.UnixMicro(1764867600000001).UTC(); !l.At.Equal(want) {
+		t.Errorf("at %v, want %v", l.At, want)
 	}
 }
 
 func TestCapabilities(t *testing.T) {
-	c := New(nil).Capabilities()
-	for _, ok := range []string{"standard", "step-down", "nat-rebind"} {
-		if why := c.Supports(runScenario(ok)); why != "" {
+	c := Capabilities("lib", []string{"cubic", "bbr"}, "cubic", nil, "")
+	for _, ok := range []run.Scenario{run.Standard, run.StepDown, run.NATRebind} {
+		if why := c.Supports(ok); why != "" {
 			t.Errorf("%s: %s", ok, why)
 		}
 	}
-	for _, no := range []string{"port-rebind", "migrate-back"} {
-		if c.Supports(runScenario(no)) == "" {
+	for _, no := range []run.Scenario{run.PortRebind, run.MigrateBack} {
+		if c.Supports(no) == "" {
 			t.Errorf("%s should say why it cannot run", no)
 		}
 	}
-	if cc, err := c.ResolveCC(""); err != nil || cc != "adaptive" {
-		t.Errorf("default cc %q %v", cc, err)
-	}
 	if _, err := c.ResolveCC("newreno"); err == nil {
-		t.Error("newreno accepted; lsquic has no NewReno")
+		t.Error("newreno accepted")
 	}
 }
-
-func runScenario(s string) run.Scenario { return run.Scenario(s) }
