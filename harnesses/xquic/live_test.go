@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/migaudit/migaudit/harnesses/xquic"
 	"github.com/migaudit/migaudit/harnesses/run"
 	"github.com/migaudit/migaudit/harnesses/run/tbnet"
 	"github.com/migaudit/migaudit/harnesses/upstream"
+	"github.com/migaudit/migaudit/harnesses/xquic"
 )
 
 // TestLiveStandard builds the pinned xquic (with BoringSSL) from the mirrors and runs one
