@@ -77,6 +77,8 @@ func TestMalformed(t *testing.T) {
 		{file: "unknown.txt", format: "nosuch-log", want: []string{`unknown format "nosuch-log"`}},
 		{file: "lsquic_bad_stats.log", want: []string{`STATS cwnd="12x4" is not a non-negative integer`},
 			wantPos: func(raw []byte) string { return at(raw, "[lsq_server] t_us=20 ") }},
+		{file: "xquic_bad_cwnd.log", want: []string{`xquic log field cwnd:"4x" is not a non-negative integer`},
+			wantPos: func(raw []byte) string { return at(raw, "[xqc_server] t_us=20 ") }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file+"/"+tc.format, func(t *testing.T) {
@@ -152,6 +154,7 @@ func TestDetect(t *testing.T) {
 		{in: "[mq_client] t_us=5 STATS cwnd=1\n", want: FormatMsquic},
 		{in: "[conn][0x1] New Remote IP: 1.2.3.4:5\n", want: FormatMsquic},
 		{in: "[lsq_server] t_us=5 listening unix_us=1\n", want: FormatLsquic},
+		{in: "[xqc_client] t_us=5 start unix_us=1\n", want: FormatXquic},
 		{in: "time_us,cwnd\n1,2\n", want: FormatCSV},
 		{in: "arm,rep,time_us,cwnd\n", want: FormatCSV},
 		{in: "  \n\x1e ", err: "empty trace"},

@@ -105,3 +105,7 @@ func FuzzParseTimelineCSV(f *testing.F) {
 func FuzzParseLsquic(f *testing.F) {
 	fuzzParse(f, FormatLsquic, []string{"lsquic_*", "errors/lsquic_*"}, "", "")
 }
+
+func FuzzParseXquic(f *testing.F) {
+	fuzzParse(f, FormatXquic, []string{"xquic_*", "errors/xquic_*"}, "", "")
+}

@@ -27,7 +27,36 @@ import (
 // controllers' loss, timeout, mode-change and adaptive-choice lines
 // congestion events. Other lines are skipped.
 func parseLsquic(in *input, h timeline.Handler) error {
-	p := &lsquicParser{h: h, meta: timeline.Meta{Format: FormatLsquic, Implementation: "lsquic", Params: map[string]int64{}}}
+	p := &sockLines{prefix: "[lsq_", h: h, meta: timeline.Meta{Format: FormatLsquic, Implementation: "lsquic", Params: map[string]int64{}}}
+	p.log = p.lsquicLog
+	if err := p.read(in); err != nil {
+		return err
+	}
+	p.meta.Notes = append(p.meta.Notes,
+		"STATS samples (lsquic_conn_get_info every 5 ms) carry no path id: they describe the connection's current path",
+		"lsquic_conn_get_info has no bytes in flight and no latest RTT",
+		"packet events carry lsquic's own path number (0, 1, …) as path id",
+		"times are µs since the harness process started")
+	h.Meta(p.meta)
+	return nil
+}
+
+// sockLines reads the stdout protocol of harnesses/twosock's C harnesses
+// (lsqharness, xqharness): "<prefix>ROLE] t_us=N VERB …" harness lines and
+// "… LOG <library log line>" lines, which log reads.
+type sockLines struct {
+	prefix string
+	h      timeline.Handler
+	meta   timeline.Meta
+	lines  int
+	last   timeline.Sample
+	log    func(t int64, text string) error
+	rxSp   string // packet space of the last received packet (for its ACK frame)
+	ranges []timeline.Range
+}
+
+// read reads every line of in.
+func (p *sockLines) read(in *input) error {
 	s := &seqReader{br: in.r}
 	for {
 		line, n, off, err := s.nextLine()
@@ -42,38 +71,23 @@ func parseLsquic(in *input, h timeline.Handler) error {
 		}
 	}
 	if p.lines == 0 {
-		return fmt.Errorf("parse %s: no lsqharness lines ([lsq_server]/[lsq_client] t_us=…) found", in.name)
+		return fmt.Errorf("parse %s: no harness lines (%sserver] t_us=… or %sclient] t_us=…) found", in.name, p.prefix, p.prefix)
 	}
-	p.meta.Notes = append(p.meta.Notes,
-		"STATS samples (lsquic_conn_get_info every 5 ms) carry no path id: they describe the connection's current path",
-		"lsquic_conn_get_info has no bytes in flight and no latest RTT",
-		"packet events carry lsquic's own path number (0, 1, …) as path id",
-		"times are µs since the harness process started")
-	h.Meta(p.meta)
 	return nil
 }
 
-type lsquicParser struct {
-	h      timeline.Handler
-	meta   timeline.Meta
-	lines  int
-	last   timeline.Sample
-	rxSp   string // packet space of the last received packet (for its ACK frame)
-	ranges []timeline.Range
-}
-
-func (p *lsquicParser) line(line []byte) error {
-	if !bytes.HasPrefix(line, []byte("[lsq_")) {
+func (p *sockLines) line(line []byte) error {
+	if !bytes.HasPrefix(line, []byte(p.prefix)) {
 		return nil
 	}
 	end := bytes.IndexByte(line, ']')
 	if end < 0 {
-		return fmt.Errorf("lsqharness line without closing ']'")
+		return fmt.Errorf("harness line without closing ']'")
 	}
-	role := string(line[5:end])
+	role := string(line[len(p.prefix):end])
 	rest := bytes.TrimSpace(line[end+1:])
 	if !bytes.HasPrefix(rest, []byte("t_us=")) {
-		return fmt.Errorf("lsqharness line without t_us")
+		return fmt.Errorf("harness line without t_us")
 	}
 	sp := bytes.IndexByte(rest, ' ')
 	if sp < 0 {
@@ -97,18 +111,22 @@ func (p *lsquicParser) line(line []byte) error {
 	return p.verb(t, verb, keyValues(args))
 }
 
-func (p *lsquicParser) verb(t int64, verb string, kv kvMap) error {
+// sockStats are the STATS keys the harnesses print (each prints some).
+var sockStats = []struct {
+	key   string
+	field timeline.Field
+}{
+	{"cwnd", timeline.FieldCwnd}, {"bytes_in_flight", timeline.FieldBytesInFlight},
+	{"srtt_us", timeline.FieldSmoothedRTT}, {"min_rtt_us", timeline.FieldMinRTT},
+	{"latest_rtt_us", timeline.FieldLatestRTT}, {"rttvar_us", timeline.FieldRTTVar},
+}
+
+func (p *sockLines) verb(t int64, verb string, kv kvMap) error {
 	switch verb {
 	case "STATS":
 		s := p.last
 		s.TimeUS, s.Fields = t, 0
-		for _, f := range []struct {
-			key   string
-			field timeline.Field
-		}{
-			{"cwnd", timeline.FieldCwnd}, {"srtt_us", timeline.FieldSmoothedRTT},
-			{"min_rtt_us", timeline.FieldMinRTT}, {"rttvar_us", timeline.FieldRTTVar},
-		} {
+		for _, f := range sockStats {
 			v, ok := kv[f.key]
 			if !ok {
 				continue
@@ -120,24 +138,23 @@ func (p *lsquicParser) verb(t int64, verb string, kv kvMap) error {
 			s.Set(f.field, n)
 		}
 		if s.Fields == 0 {
-			return fmt.Errorf("STATS line without cwnd, srtt_us, min_rtt_us or rttvar_us")
+			return fmt.Errorf("STATS line without any of cwnd, bytes_in_flight, srtt_us, min_rtt_us, latest_rtt_us, rttvar_us")
 		}
 		if m, err := strconv.ParseInt(kv["pmtu"], 10, 64); err == nil && m > 0 {
 			p.meta.Params["pmtu"] = m
 		}
-		p.last = s
-		p.h.Sample(s)
+		p.sample(s)
 	case "connected":
 		p.meta.LogsAddresses = true
 		p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1, From: kv["remote"], To: kv["local"], Detail: "connected"})
 	case "peer":
 		p.meta.LogsAddresses = true
 		p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1, From: kv["to"],
-			Detail: "peer address changed (lsquic_conn_get_sockaddr) from " + kv["from"]})
+			Detail: "peer address changed (" + p.meta.Implementation + "'s connection) from " + kv["from"]})
 	case "local":
 		p.meta.LogsAddresses = true
 		p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1, To: kv["to"],
-			Detail: "local address changed (lsquic_conn_get_sockaddr) from " + kv["from"]})
+			Detail: "local address changed (" + p.meta.Implementation + "'s connection) from " + kv["from"]})
 	case "migrate":
 		p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1,
 			Detail: "client sends from " + kv["to"] + " instead of " + kv["from"]})
@@ -145,8 +162,14 @@ func (p *lsquicParser) verb(t int64, verb string, kv kvMap) error {
 	return nil
 }
 
-// log reads one line of lsquic's own log ("[LEVEL] [QUIC:CID] module: text").
-func (p *lsquicParser) log(t int64, s string) error {
+// sample emits s and keeps it as the values later samples carry forward.
+func (p *sockLines) sample(s timeline.Sample) {
+	p.last = s
+	p.h.Sample(s)
+}
+
+// lsquicLog reads one line of lsquic's own log ("[LEVEL] [QUIC:CID] module: text").
+func (p *sockLines) lsquicLog(t int64, s string) error {
 	_, text, ok := strings.Cut(s, "] ")
 	if !ok {
 		return nil
@@ -199,7 +222,7 @@ func (p *lsquicParser) log(t int64, s string) error {
 }
 
 // packet reads "N TYPE (frames), size S…, path: P…" after "TX/RX packet #".
-func (p *lsquicParser) packet(t int64, kind timeline.EventKind, s, sizeKey string) error {
+func (p *sockLines) packet(t int64, kind timeline.EventKind, s, sizeKey string) error {
 	numS, rest, _ := strings.Cut(s, " ")
 	numS = strings.TrimSuffix(numS, ",")
 	n, err := strconv.ParseInt(numS, 10, 64)
@@ -234,7 +257,7 @@ func (p *lsquicParser) packet(t int64, kind timeline.EventKind, s, sizeKey strin
 }
 
 // ack reads "[high-low][high-low]…" (lsquic_acki2str).
-func (p *lsquicParser) ack(t int64, s string) error {
+func (p *sockLines) ack(t int64, s string) error {
 	p.ranges = p.ranges[:0]
 	for strings.HasPrefix(s, "[") {
 		end := strings.IndexByte(s, ']')

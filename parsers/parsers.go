@@ -57,7 +57,10 @@ const (
 	// FormatLsquic is harnesses/lsquic's lsqharness stdout: its own lines
 	// and lsquic's log.
 	FormatLsquic = "lsquic-log"
-	FormatCSV    = "timeline-csv"
+	// FormatXquic is harnesses/xquic's xqharness stdout: its own lines and
+	// xquic's log.
+	FormatXquic = "xquic-log"
+	FormatCSV   = "timeline-csv"
 )
 
 // Options controls Parse.
@@ -68,7 +71,7 @@ type Options struct {
 
 // Formats lists the formats Parse understands.
 func Formats() []string {
-	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatLsquic, FormatCSV}
+	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatLsquic, FormatXquic, FormatCSV}
 }
 
 type parseFunc func(in *input, h timeline.Handler) error
@@ -80,6 +83,7 @@ var parsersByFormat = map[string]parseFunc{
 	FormatQuiche:   parseQuiche,
 	FormatMsquic:   parseMsquic,
 	FormatLsquic:   parseLsquic,
+	FormatXquic:    parseXquic,
 	FormatCSV:      parseCSV,
 }
 
@@ -277,6 +281,9 @@ func Detect(peek []byte) (string, error) {
 	case p[0] == '[':
 		if bytes.HasPrefix(p, []byte("[lsq_")) {
 			return FormatLsquic, nil
+		}
+		if bytes.HasPrefix(p, []byte("[xqc_")) {
+			return FormatXquic, nil
 		}
 		if bytes.Contains(p, []byte("] t_us=")) || bytes.Contains(p, []byte("[conn][0x")) || bytes.HasPrefix(p, []byte("[mq_")) {
 			return FormatMsquic, nil
