@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -19,7 +20,7 @@ const (
 	// Upstream is lsquic's repository.
 	Upstream = "https://github.com/litespeedtech/lsquic"
 	// RecipeVersion changes when the build steps below change.
-	RecipeVersion = "lsquic-1"
+	RecipeVersion = "lsquic-2"
 	// Binary is the harness executable inside the build directory.
 	Binary = "lsqharness"
 	// Library is lsquic's static library inside the library build.
@@ -72,10 +73,16 @@ func LibRecipe(o upstream.Options, bssl boringssl.Built) (upstream.Recipe, error
 		Tools:    []string{"cmake", "make", "cc", "perl"},
 		Packages: []string{"zlib1g-dev"},
 		Build: func(ctx context.Context, w *upstream.Workspace) error {
+			var record []string
 			for _, s := range submodules {
-				if err := exportSubmodule(w, s, o.Deps[s.dep]); err != nil {
+				r, err := exportSubmodule(w, s, o.Deps[s.dep])
+				if err != nil {
 					return err
 				}
+				record = append(record, r)
+			}
+			if err := os.WriteFile(filepath.Join(w.BuildDir, SubmodulesFile), []byte(strings.Join(record, "\n")+"\n"), 0o644); err != nil {
+				return err
 			}
 			cm := filepath.Join(w.BuildDir, "cmake")
 			args := append([]string{"-S", w.SrcDir, "-B", cm}, lsquicOptions...)
@@ -88,26 +95,50 @@ func LibRecipe(o upstream.Options, bssl boringssl.Built) (upstream.Recipe, error
 			}
 			return nil
 		},
-		Outputs: []string{Library},
+		Outputs: []string{Library, SubmodulesFile},
 	}, nil
 }
 
+// SubmodulesFile records, in the library build, which commit of each
+// submodule was built and why.
+const SubmodulesFile = "submodules.txt"
+
 // exportSubmodule exports s into the lsquic tree: from --dep DIR[@COMMIT]
 // when given, else from its mirror at the gitlink commit lsquic records.
-func exportSubmodule(w *upstream.Workspace, s submodule, dep string) error {
+// When the mirror lacks that commit (the GitHub snapshots of ls-qpack and
+// ls-hpack hold only their default branch, and lsquic pins commits beyond
+// it), the mirror's HEAD is built instead and the substitution is recorded
+// in SubmodulesFile (and so in every manifest). It returns that record.
+func exportSubmodule(w *upstream.Workspace, s submodule, dep string) (string, error) {
 	dir, rev, _ := strings.Cut(dep, "@")
-	if rev == "" {
-		c, ok := w.Submodules[s.path]
-		if !ok {
-			return fmt.Errorf("this lsquic commit has no %s submodule; pass --dep %s=DIR@COMMIT", s.path, s.dep)
+	gitlink, ok := w.Submodules[s.path]
+	if rev != "" {
+		c, err := w.Export(upstream.Source{Impl: s.dep, Upstream: s.upstream, Dir: dir, Commit: rev, Dep: true}, filepath.Join(w.SrcDir, filepath.FromSlash(s.path)))
+		if err != nil {
+			return "", fmt.Errorf("lsquic submodule %s: --dep %s=%s: %w", s.path, s.dep, dep, err)
 		}
-		rev = c
+		return fmt.Sprintf("%s %s (--dep %s; lsquic's gitlink %s)", s.path, c, s.dep, gitlink), nil
+	}
+	if !ok {
+		return "", fmt.Errorf("this lsquic commit has no %s submodule; pass --dep %s=DIR@COMMIT", s.path, s.dep)
 	}
 	dst := filepath.Join(w.SrcDir, filepath.FromSlash(s.path))
-	if _, err := w.Export(upstream.Source{Impl: s.dep, Upstream: s.upstream, Dir: dir, Commit: rev, Dep: true}, dst); err != nil {
-		return fmt.Errorf("lsquic submodule %s at %s: %w; pass --dep %s=DIR@COMMIT with a checkout that has a commit lsquic builds with", s.path, short(rev), err, s.dep)
+	src := upstream.Source{Impl: s.dep, Upstream: s.upstream, Dir: dir, Commit: gitlink, Dep: true}
+	c, err := w.Export(src, dst)
+	if err == nil {
+		return fmt.Sprintf("%s %s (lsquic's gitlink)", s.path, c), nil
 	}
-	return nil
+	if upstream.IsNoSource(err) {
+		return "", err
+	}
+	src.Commit = "HEAD"
+	c, err2 := w.Export(src, dst)
+	if err2 != nil {
+		return "", fmt.Errorf("lsquic submodule %s at %s: %w; pass --dep %s=DIR@COMMIT with a checkout that has a commit lsquic builds with", s.path, short(gitlink), err, s.dep)
+	}
+	note := fmt.Sprintf("%s %s (the mirror's HEAD: lsquic's gitlink %s is not in the %s mirror; pass --dep %s=DIR@%s with a clone that has it)", s.path, c, gitlink, s.dep, s.dep, short(gitlink))
+	fmt.Fprintln(w.Log, "note: "+note)
+	return note, nil
 }
 
 func short(s string) string {

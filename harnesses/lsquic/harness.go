@@ -159,6 +159,9 @@ func (b *Built) settings() map[string]string {
 	for k, v := range b.Lib.Deps {
 		s["dep_"+k] = v
 	}
+	if rec, err := os.ReadFile(b.Lib.Path(SubmodulesFile)); err == nil {
+		s["submodules"] = strings.ReplaceAll(strings.TrimSpace(string(rec)), "\n", "; ")
+	}
 	var tools []string
 	for k, v := range b.Lib.Tools {
 		tools = append(tools, k+"="+v)
