@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/migaudit/migaudit/harnesses/boringssl"
+	"github.com/migaudit/migaudit/harnesses/twosock"
 	"github.com/migaudit/migaudit/harnesses/upstream"
 )
 
@@ -211,10 +212,7 @@ func HarnessRecipe(o upstream.Options, lib *upstream.Artifact, bssl boringssl.Bu
 }
 
 // Built is the BoringSSL, library and harness builds a run uses.
-type Built struct {
-	BoringSSL    boringssl.Built
-	Lib, Harness *upstream.Artifact
-}
+type Built = twosock.Built
 
 // Ensure builds (or reuses) BoringSSL, lsquic and the harness for o.
 func Ensure(ctx context.Context, o upstream.Options, log io.Writer) (*Built, error) {

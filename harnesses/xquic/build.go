@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/migaudit/migaudit/harnesses/boringssl"
+	"github.com/migaudit/migaudit/harnesses/twosock"
 	"github.com/migaudit/migaudit/harnesses/upstream"
 )
 
@@ -99,10 +100,7 @@ func HarnessRecipe(o upstream.Options, lib *upstream.Artifact, bssl boringssl.Bu
 }
 
 // Built is the BoringSSL, library and harness builds a run uses.
-type Built struct {
-	BoringSSL    boringssl.Built
-	Lib, Harness *upstream.Artifact
-}
+type Built = twosock.Built
 
 // Ensure builds (or reuses) BoringSSL, xquic and the harness for o.
 func Ensure(ctx context.Context, o upstream.Options, log io.Writer) (*Built, error) {

@@ -1,4 +1,4 @@
-package xquic_test
+package twosock_test
 
 import (
 	"bytes"
@@ -9,16 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/migaudit/migaudit/harnesses/lsquic"
 	"github.com/migaudit/migaudit/harnesses/run"
 	"github.com/migaudit/migaudit/harnesses/run/tbnet"
+	"github.com/migaudit/migaudit/harnesses/twosock"
 	"github.com/migaudit/migaudit/harnesses/upstream"
 	"github.com/migaudit/migaudit/harnesses/xquic"
 )
 
-// TestLiveStandard builds the pinned xquic (with BoringSSL) from the mirrors and runs one
-// short, uncalibrated standard repetition on the real testbed: it must be
-// verified as an IP migration from both sides, complete, and record the
-// build (commit, BoringSSL commit, options, sha256) in its manifest.
+// TestLiveStandard builds the pinned lsquic and xquic (with BoringSSL) from
+// the mirrors and runs one short, uncalibrated standard repetition of each
+// on the real testbed: it must be verified as an IP migration from both
+// sides, complete, record the build (commit, BoringSSL commit, options,
+// sha256) in its manifest, and leave a key log written by the server.
 func TestLiveStandard(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and TUN devices")
@@ -27,9 +30,15 @@ func TestLiveStandard(t *testing.T) {
 		t.Skip("-short: skips the live run")
 	}
 	if os.Getenv("MIGAUDIT_MIRRORS") == "" {
-		t.Skip("MIGAUDIT_MIRRORS not set: no xquic/boringssl mirrors to build from (CI has none)")
+		t.Skip("MIGAUDIT_MIRRORS not set: no lsquic/xquic/boringssl mirrors to build from (CI has none)")
 	}
-	h := xquic.New(func(s string) { t.Log(s) })
+	for _, newH := range []func(func(string)) *twosock.Harness{lsquic.New, xquic.New} {
+		h := newH(func(s string) { t.Log(s) })
+		t.Run(h.Name(), func(t *testing.T) { liveStandard(t, h) })
+	}
+}
+
+func liveStandard(t *testing.T, h *twosock.Harness) {
 	if err := h.ConfigureUpstream(upstream.Options{}); err != nil {
 		if upstream.IsNoSource(err) {
 			t.Skip(err)
