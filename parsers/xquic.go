@@ -19,7 +19,9 @@ import (
 // them; "|<==|…|pkt_num:N|size:S|…|pkt_type:T|" a packet sent; "|mark
 // lost|…|pkt_num:N|" a packet lost; "|REBINDING|…|send PATH_CHALLENGE|" a
 // path challenge sent; "RECV path_response_data:" a path response
-// received; "validate NAT rebinding addr" a path event (xquic moves its one
+// received; "|after update rtt|…|srtt:|rttvar:|minrtt:|latest_rtt:" (the
+// estimator after each RTT sample) a sample of the RTTs;
+// "xqc_send_ctl_on_ack_received|conn:…|pkt_num:N|" a packet acknowledged; "validate NAT rebinding addr" a path event (xquic moves its one
 // path to the new peer address).
 func parseXquic(in *input, h timeline.Handler) error {
 	p := &sockLines{prefix: "[xqc_", h: h, meta: timeline.Meta{Format: FormatXquic, Implementation: "xquic", Params: map[string]int64{}}}
@@ -30,7 +32,7 @@ func parseXquic(in *input, h timeline.Handler) error {
 	p.meta.Notes = append(p.meta.Notes,
 		"samples carry no path id: xquic without multipath keeps one path (path 0) and moves it to a new peer address on NAT rebinding",
 		"the window comes from xquic's debug log (cwnd: fields), the RTTs and bytes in flight also from xqc_conn_get_stats polled every 5 ms",
-		"xquic logs no ACK ranges",
+		"acknowledgements are xquic's per-packet on_ack_received lines (one packet each), not ACK frame ranges",
 		"times are µs since the harness process started")
 	h.Meta(p.meta)
 	return nil
@@ -99,6 +101,33 @@ func (p *sockLines) xquicLog(t int64, s string) error {
 		return nil
 	case strings.Contains(text, "RECV path_response_data:"):
 		p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathResponseReceived, PacketNumber: -1})
+		return nil
+	case strings.Contains(text, "|after update rtt|"):
+		sm := p.last
+		sm.TimeUS, sm.Fields = t, 0
+		for _, f := range []struct {
+			key   string
+			field timeline.Field
+		}{{"srtt", timeline.FieldSmoothedRTT}, {"rttvar", timeline.FieldRTTVar}, {"minrtt", timeline.FieldMinRTT}, {"latest_rtt", timeline.FieldLatestRTT}} {
+			v, ok, err := num(f.key)
+			if err != nil {
+				return err
+			}
+			if ok {
+				sm.Set(f.field, v)
+			}
+		}
+		if sm.Fields != 0 {
+			p.sample(sm)
+		}
+		return nil
+	case strings.Contains(text, "xqc_send_ctl_on_ack_received|conn:"):
+		n, ok, err := num("pkt_num")
+		if err != nil || !ok {
+			return err
+		}
+		p.ranges = append(p.ranges[:0], timeline.Range{First: n, Last: n})
+		p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PacketsAcked, PacketNumber: -1, PacketSpace: xquicSpace(kv["pkt_type"]), AckRanges: p.ranges})
 		return nil
 	case strings.Contains(text, "validate NAT rebinding addr") && strings.Contains(text, "|conn:"):
 		p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1, Detail: "path switch: NAT rebinding validated, " + kv["conn"]})

@@ -30,7 +30,9 @@ const (
 var Deps = []string{"boringssl"}
 
 var (
-	xquicOptions  = []string{"-DCMAKE_BUILD_TYPE=Release", "-DSSL_TYPE=boringssl", "-DXQC_ENABLE_TESTING=OFF"}
+	// XQC_PRINT_SECRET makes xquic call the engine's keylog_cb (the key
+	// log); xquic's own CI builds with it.
+	xquicOptions  = []string{"-DCMAKE_BUILD_TYPE=Release", "-DSSL_TYPE=boringssl", "-DXQC_ENABLE_TESTING=OFF", "-DXQC_PRINT_SECRET=1"}
 	harnessCFlags = []string{"-O2", "-g", "-std=gnu11"}
 )
 

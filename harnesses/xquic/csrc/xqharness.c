@@ -21,6 +21,7 @@
  * stdout carries this harness's own lines, "[xqc_ROLE] t_us=N VERB
  * unix_us=U key=value…" (t_us: µs since the process started), and xquic's
  * own log, "[xqc_ROLE] t_us=N LOG <xquic log line>":
+ * Only the lines of xquic's log the parser reads are kept (log_keep).
  *   STATS   xqc_conn_get_stats / xqc_conn_get_lastest_rtt every 5 ms: srtt,
  *           min RTT, latest RTT, bytes in flight, send/lost counts, and
  *           xqc_conn_get_local_addr / xqc_conn_get_peer_addr;
@@ -83,13 +84,31 @@ static void say(const char *verb, const char *fmt, ...)
     fflush(stdout);
 }
 
+/* The lines of xquic's debug log the xquic-log parser reads; the rest
+ * (several lines per packet: timers, scheduler, encryption) is dropped
+ * unless --log-all 1. */
+static const char *const log_keep[] = {
+    "update_cwnd_limited", "info_circle_record", "|<==|", "on_ack_received|conn:", "after update rtt",
+    "mark lost", "REBINDING", "path_response", "path_challenge", "PATH_CHALLENGE", "[error]", "[warn]",
+};
+static int log_all;
+
 static void log_line(xqc_log_level_t lvl, const void *buf, size_t size, void *ctx)
 {
+    const char *b = buf;
+    size_t i;
     (void) lvl;
     (void) ctx;
-    while (size > 0 && (((const char *) buf)[size - 1] == '\n' || ((const char *) buf)[size - 1] == '\r'))
+    while (size > 0 && (b[size - 1] == '\n' || b[size - 1] == '\r' || b[size - 1] == '\0'))
         --size;
-    printf("[xqc_%s] t_us=%" PRId64 " LOG %.*s\n", role, t_us(), (int) size, (const char *) buf);
+    if (!log_all) {
+        for (i = 0; i < sizeof(log_keep) / sizeof(log_keep[0]); ++i)
+            if (memmem(b, size, log_keep[i], strlen(log_keep[i])))
+                break;
+        if (i == sizeof(log_keep) / sizeof(log_keep[0]))
+            return;
+    }
+    printf("[xqc_%s] t_us=%" PRId64 " LOG %.*s\n", role, t_us(), (int) size, b);
 }
 
 static const char *sa2str(const struct sockaddr *sa, char *buf, size_t n)
@@ -145,7 +164,7 @@ static xqc_cid_t the_cid;
 static int have_conn, conn_closed, hsk_done;
 static xqc_stream_t *the_stream;
 static int64_t body_size, sent_bytes, recv_bytes;
-static int got_fin, request_seen;
+static int got_fin, request_seen, request_sent;
 static int64_t wake_at = -1;
 static char last_peer[64] = "none", last_local[64] = "none";
 static FILE *keylog_fh;
@@ -198,6 +217,22 @@ static ssize_t write_socket_ex(uint64_t path_id, const unsigned char *buf, size_
 {
     (void) path_id;
     return write_socket(buf, size, peer, plen, ctx);
+}
+
+/* The client keeps no tokens, sessions or transport parameters (every
+ * repetition is a fresh connection), but xquic calls these unconditionally. */
+static void save_token(const unsigned char *token, uint32_t len, void *ctx)
+{
+    (void) token;
+    (void) len;
+    (void) ctx;
+}
+
+static void save_string(const char *data, size_t len, void *ctx)
+{
+    (void) data;
+    (void) len;
+    (void) ctx;
 }
 
 static int server_accept(xqc_engine_t *e, xqc_connection_t *conn, const xqc_cid_t *cid, void *ctx)
@@ -254,6 +289,7 @@ static void addrs(xqc_connection_t *conn, char *l, char *p, size_t n)
 }
 
 static xqc_connection_t *cur_conn;
+static void client_request(xqc_stream_t *s);
 
 static void hsk_finished(xqc_connection_t *conn, void *ud, void *pd)
 {
@@ -264,6 +300,8 @@ static void hsk_finished(xqc_connection_t *conn, void *ud, void *pd)
     hsk_done = 1;
     addrs(conn, l, p, sizeof(l));
     say("connected", "local=%s remote=%s", l, p);
+    if (strcmp(role, "client") == 0)
+        client_request(the_stream);
 }
 
 static void server_send(xqc_stream_t *s)
@@ -321,11 +359,27 @@ static int stream_read(xqc_stream_t *s, void *ud)
     return 0;
 }
 
+/* client_request sends the one-byte request with FIN once xquic takes it
+ * (before the handshake xqc_stream_send returns -XQC_EAGAIN: no 0-RTT). */
+static void client_request(xqc_stream_t *s)
+{
+    ssize_t n;
+    if (request_sent || !s)
+        return;
+    n = xqc_stream_send(s, (unsigned char *) "G", 1, 1);
+    if (n == 1)
+        request_sent = 1;
+    else if (n != -XQC_EAGAIN)
+        say("error", "what=stream_send ret=%zd", n);
+}
+
 static int stream_write(xqc_stream_t *s, void *ud)
 {
     (void) ud;
     if (strcmp(role, "server") == 0 && request_seen)
         server_send(s);
+    else if (strcmp(role, "client") == 0)
+        client_request(s);
     return 0;
 }
 
@@ -507,6 +561,7 @@ int main(int argc, char **argv)
     port = atoi(arg(argc, argv, "--port", "4433"));
     cc = arg(argc, argv, "--cc", "cubic");
     level = arg(argc, argv, "--log", "debug");
+    log_all = atoi(arg(argc, argv, "--log-all", "0"));
     timeout_us = atoll(arg(argc, argv, "--timeout-ms", "120000")) * 1000;
 
     memset(&cs, 0, sizeof(cs));
@@ -542,6 +597,9 @@ int main(int argc, char **argv)
     tcb.write_socket = write_socket;
     tcb.write_socket_ex = write_socket_ex;
     tcb.conn_update_cid_notify = update_cid;
+    tcb.save_token = save_token;
+    tcb.save_session_cb = save_string;
+    tcb.save_tp_cb = save_string;
     memset(&ap, 0, sizeof(ap));
     ap.conn_cbs.conn_create_notify = conn_create;
     ap.conn_cbs.conn_close_notify = conn_close;
@@ -639,10 +697,11 @@ int main(int argc, char **argv)
         the_cid = *cid;
         have_conn = 1;
         the_stream = xqc_stream_create(engine, cid, NULL, NULL);
-        if (!the_stream || xqc_stream_send(the_stream, (unsigned char *) "G", 1, 1) < 0) {
-            fprintf(stderr, "xqharness client: cannot open the request stream\n");
+        if (!the_stream) {
+            fprintf(stderr, "xqharness client: xqc_stream_create failed\n");
             return 1;
         }
+        client_request(the_stream);
         rc = loop(timeout_us, migrate_at, 1);
         say("done", "received=%" PRId64 " fin=%d rc=%d", recv_bytes, got_fin, rc);
         if (rc == 0 && !got_fin)
