@@ -51,6 +51,8 @@ type sockLines struct {
 	lines  int
 	last   timeline.Sample
 	log    func(t int64, text string) error
+	// addrs is set once a path event has named the connection's addresses.
+	addrs  bool
 	rxSp   string // packet space of the last received packet (for its ACK frame)
 	ranges []timeline.Range
 }
@@ -140,12 +142,20 @@ func (p *sockLines) verb(t int64, verb string, kv kvMap) error {
 		if s.Fields == 0 {
 			return fmt.Errorf("STATS line without any of cwnd, bytes_in_flight, srtt_us, min_rtt_us, latest_rtt_us, rttvar_us")
 		}
+		if peer := kv["peer"]; !p.addrs && peer != "" && peer != "none" {
+			// The first STATS line that names the peer: the address a
+			// later peer change starts from (lsquic's server has no
+			// handshake callback that would print it).
+			p.addrs = true
+			p.meta.LogsAddresses = true
+			p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1, From: peer, To: kv["local"], Detail: "connection addresses (first STATS line)"})
+		}
 		if m, err := strconv.ParseInt(kv["pmtu"], 10, 64); err == nil && m > 0 {
 			p.meta.Params["pmtu"] = m
 		}
 		p.sample(s)
 	case "connected":
-		p.meta.LogsAddresses = true
+		p.meta.LogsAddresses, p.addrs = true, true
 		p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1, From: kv["remote"], To: kv["local"], Detail: "connected"})
 	case "peer":
 		p.meta.LogsAddresses = true
