@@ -87,12 +87,16 @@ func TestMalformed(t *testing.T) {
 		{file: "quicly_rtt_not_number.jsonl", want: []string{`rtt.min_rtt is "20ms", not a number`},
 			wantPos: func(raw []byte) string { return at(raw, `{"module":"qlyharness"`) }},
 		{file: "quicly_no_records.jsonl", format: FormatQuicly, want: []string{"no quicly event log records"}},
-		{file: "unknown.txt", format: "lsquic-log", want: []string{`unknown format "lsquic-log"`}},
 		{file: "quinn_bad_cwnd.log", want: []string{`ack cwnd="15x600" is not an integer`},
 			wantPos: func(raw []byte) string { return at(raw, "25433 ack") }},
 		{file: "quinn_no_header.log", format: FormatQuinn, want: []string{"record 1 at byte 0", `before the "# quinn-cc-log" header`}},
 		{file: "quinn_bad_pn.log", want: []string{`sent pn="9-2" is not a packet number range`},
 			wantPos: func(raw []byte) string { return at(raw, "5100 sent") }},
+		{file: "unknown.txt", format: "nosuch-log", want: []string{`unknown format "nosuch-log"`}},
+		{file: "lsquic_bad_stats.log", want: []string{`STATS cwnd="12x4" is not a non-negative integer`},
+			wantPos: func(raw []byte) string { return at(raw, "[lsq_server] t_us=20 ") }},
+		{file: "xquic_bad_cwnd.log", want: []string{`xquic log field cwnd:"4x" is not a non-negative integer`},
+			wantPos: func(raw []byte) string { return at(raw, "[xqc_server] t_us=20 ") }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file+"/"+tc.format, func(t *testing.T) {
@@ -167,6 +171,8 @@ func TestDetect(t *testing.T) {
 		{in: "{\"qlog_version\":\"draft-02\",\"title\":\"quic-go\",\"traces\":[{\"events\":[]}]}\n", want: FormatPicoquic},
 		{in: "[mq_client] t_us=5 STATS cwnd=1\n", want: FormatMsquic},
 		{in: "[conn][0x1] New Remote IP: 1.2.3.4:5\n", want: FormatMsquic},
+		{in: "[lsq_server] t_us=5 listening unix_us=1\n", want: FormatLsquic},
+		{in: "[xqc_client] t_us=5 start unix_us=1\n", want: FormatXquic},
 		{in: "time_us,cwnd\n1,2\n", want: FormatCSV},
 		{in: "arm,rep,time_us,cwnd\n", want: FormatCSV},
 		{in: "  \n\x1e ", err: "empty trace"},

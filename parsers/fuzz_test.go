@@ -109,3 +109,11 @@ func FuzzParseQuicly(f *testing.F) {
 func FuzzParseQuinn(f *testing.F) {
 	fuzzParse(f, FormatQuinn, []string{"quinn_*", "errors/quinn_*"}, "", "")
 }
+
+func FuzzParseLsquic(f *testing.F) {
+	fuzzParse(f, FormatLsquic, []string{"lsquic_*", "errors/lsquic_*"}, "", "")
+}
+
+func FuzzParseXquic(f *testing.F) {
+	fuzzParse(f, FormatXquic, []string{"xquic_*", "errors/xquic_*"}, "", "")
+}

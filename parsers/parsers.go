@@ -58,6 +58,12 @@ const (
 	FormatCSV      = "timeline-csv"
 	FormatQuicly   = "quicly-log"
 	FormatQuinn    = "quinn-cc-log"
+	// FormatLsquic is harnesses/lsquic's lsqharness stdout: its own lines
+	// and lsquic's log.
+	FormatLsquic = "lsquic-log"
+	// FormatXquic is harnesses/xquic's xqharness stdout: its own lines and
+	// xquic's log.
+	FormatXquic = "xquic-log"
 )
 
 // Options controls Parse.
@@ -68,7 +74,7 @@ type Options struct {
 
 // Formats lists the formats Parse understands.
 func Formats() []string {
-	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatQuicly, FormatCSV, FormatQuinn}
+	return []string{FormatPicoquic, FormatNgtcp2, FormatQuicGo, FormatQuiche, FormatMsquic, FormatQuicly, FormatLsquic, FormatXquic, FormatCSV, FormatQuinn}
 }
 
 type parseFunc func(in *input, h timeline.Handler) error
@@ -80,6 +86,8 @@ var parsersByFormat = map[string]parseFunc{
 	FormatQuiche:   parseQuiche,
 	FormatMsquic:   parseMsquic,
 	FormatQuicly:   parseQuicly,
+	FormatLsquic:   parseLsquic,
+	FormatXquic:    parseXquic,
 	FormatCSV:      parseCSV,
 	FormatQuinn:    parseQuinn,
 }
@@ -276,6 +284,12 @@ func Detect(peek []byte) (string, error) {
 		}
 		return "", fmt.Errorf("unrecognised JSON trace: neither a JSON-SEQ qlog (first record is not one line of JSON) nor a draft-00 qlog document (no \"traces\"); pass --format")
 	case p[0] == '[':
+		if bytes.HasPrefix(p, []byte("[lsq_")) {
+			return FormatLsquic, nil
+		}
+		if bytes.HasPrefix(p, []byte("[xqc_")) {
+			return FormatXquic, nil
+		}
 		if bytes.Contains(p, []byte("] t_us=")) || bytes.Contains(p, []byte("[conn][0x")) || bytes.HasPrefix(p, []byte("[mq_")) {
 			return FormatMsquic, nil
 		}

@@ -21,11 +21,13 @@ import (
 	"golang.org/x/term"
 
 	// Live harnesses register themselves with harnesses/run.
+	_ "github.com/migaudit/migaudit/harnesses/lsquic"
 	_ "github.com/migaudit/migaudit/harnesses/msquic"
 	_ "github.com/migaudit/migaudit/harnesses/ngtcp2"
 	_ "github.com/migaudit/migaudit/harnesses/picoquic"
 	_ "github.com/migaudit/migaudit/harnesses/quicgo"
 	_ "github.com/migaudit/migaudit/harnesses/quinn"
+	_ "github.com/migaudit/migaudit/harnesses/xquic"
 )
 
 func init() { register(newRunCmd) }

@@ -56,6 +56,10 @@ type Recipe struct {
 	Packages []string
 	Build    func(ctx context.Context, w *Workspace) error
 	Outputs  []string
+	// SkipSrc are tree prefixes of Src that are not exported (test data
+	// the build never reads and a mirror may hold incompletely, e.g.
+	// BoringSSL's crypto/cipher/test/); part of the key when set.
+	SkipSrc []string
 }
 
 // Workspace is where Build runs.
@@ -240,6 +244,9 @@ func Key(r Recipe, commit string, deps map[string]string) string {
 		s := sha256.Sum256(r.Files[n])
 		fmt.Fprintf(h, "file %s %x\n", n, s)
 	}
+	for _, p := range r.SkipSrc {
+		fmt.Fprintf(h, "skip %s\n", p)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -329,7 +336,15 @@ func Ensure(ctx context.Context, r Recipe, log io.Writer) (*Artifact, error) {
 		logPath: logPath, extra: map[string]string{},
 	}
 	fmt.Fprintf(log, "%s %s: exporting %s from %s into %s\n", r.Impl, short(main.commit), main.src.Impl, main.repo.Dir, w.SrcDir)
-	if w.Submodules, err = main.snap.Export(w.SrcDir); err != nil {
+	if len(r.SkipSrc) == 0 {
+		w.Submodules, err = main.snap.Export(w.SrcDir)
+	} else {
+		var skipped int
+		w.Submodules, skipped, err = main.snap.ExportSkipping(w.SrcDir, r.SkipSrc)
+		w.extra["src.skipped"] = fmt.Sprintf("%d files under %s", skipped, strings.Join(r.SkipSrc, ", "))
+		fmt.Fprintf(lf, "exported %s %s, skipping %d files under %s\n", main.src.Impl, main.commit, skipped, strings.Join(r.SkipSrc, ", "))
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := os.Mkdir(filepath.Join(dir, "deps"), 0o755); err != nil {
