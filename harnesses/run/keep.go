@@ -390,4 +390,3 @@ func short(s string) string {
 	}
 	return s
 }
-
