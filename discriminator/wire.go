@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/migaudit/migaudit/parsers/timeline"
@@ -102,6 +103,13 @@ type WireRTT struct {
 	// Deciding is the sample the answer rests on: the first from an
 	// old-path packet, else the first sample.
 	Deciding *WireSample `json:"deciding,omitempty"`
+	// First is the first post-migration sample paired with its packet.
+	First *WireSample `json:"first,omitempty"`
+	// Bytes is the sender's congestion accounting from the migration to
+	// the end of the scope by the path each packet crossed on the wire:
+	// bytes newly acknowledged and declared lost (where the trace logs
+	// losses). Empty when the trace logs no per-packet events.
+	Bytes []PathBytes `json:"bytes_by_path,omitempty"`
 	// Decides is false when the wire cannot name the packets (no key log,
 	// no pre-migration packet on the wire): Q3 then rests on values.
 	Decides bool   `json:"decides"`
@@ -270,6 +278,10 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 			continue
 		}
 		r.Paired++
+		if r.First == nil {
+			first := ws
+			r.First = &first
+		}
 		if ws.Path != r.NewPath {
 			r.OldPathSamples++
 			if r.OldPathSamples == 1 {
@@ -279,6 +291,7 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 			r.Deciding = &ws
 		}
 	}
+	r.Bytes = bytesByPath(w, events, sendDir, in.mig.AtUS, scopeTo)
 	switch {
 	case r.Samples == 0:
 		r.Reason = fmt.Sprintf("the estimator logged no RTT sample (latest RTT) from %s to the end of the scope: whether old-path packets would feed it cannot be seen, on the wire or in the trace", in.startWhy)
@@ -391,4 +404,94 @@ func (a *Analysis) applyWire(w *WireEvidence, in rttInput, samples []timeline.Sa
 		a.RTT.OldPathPacket, a.RTT.OldPathPacketNumber = true, wr.Deciding.Packet
 	}
 	a.RTT.Detail += "; wire (" + w.Source + "): " + wr.Reason
+	if len(wr.Bytes) > 0 {
+		var parts []string
+		for _, b := range wr.Bytes {
+			p := fmt.Sprintf("%s %d B acknowledged (%d packets)", b.Path, b.AckedBytes, b.AckedPackets)
+			if b.LostPackets > 0 {
+				p += fmt.Sprintf(", %d B declared lost (%d packets)", b.LostBytes, b.LostPackets)
+			}
+			parts = append(parts, p)
+		}
+		a.RTT.Detail += "; after the migration, by the path the packets crossed: " + strings.Join(parts, "; ")
+	}
+}
+
+// PathBytes is the sender's accounting on one path after the migration.
+type PathBytes struct {
+	// Path is the capture interface the packets crossed, or "not on the
+	// wire" for packets the capture does not hold (sent after a trimmed
+	// capture ends, or lost before the link).
+	Path         string `json:"path"`
+	AckedBytes   int64  `json:"acked_bytes"`
+	AckedPackets int    `json:"acked_packets"`
+	LostBytes    int64  `json:"lost_bytes,omitempty"`
+	LostPackets  int    `json:"lost_packets,omitempty"`
+}
+
+// NotOnWire labels packets the capture does not hold in PathBytes.
+const NotOnWire = "not on the wire"
+
+// bytesByPath sums, from the migration to the end of the scope, the sizes
+// (as the trace logged them when sent) of the sender's packets newly
+// acknowledged and declared lost, by the path each crossed on the wire.
+func bytesByPath(w *WireEvidence, events []timeline.Event, sendDir wire.Direction, from, to int64) []PathBytes {
+	size := map[int64]int64{}
+	var acked intervals
+	by := map[string]*PathBytes{}
+	var order []string
+	get := func(pn int64) *PathBytes {
+		path := NotOnWire
+		if s, ok := w.ix.Lookup(sendDir, pn); ok {
+			path = s.Path
+		}
+		if by[path] == nil {
+			by[path] = &PathBytes{Path: path}
+			order = append(order, path)
+		}
+		return by[path]
+	}
+	seen := false
+	for _, e := range events {
+		if !appSpace(e.PacketSpace) || e.TimeUS > to {
+			continue
+		}
+		switch e.Kind {
+		case timeline.PacketSent:
+			size[e.PacketNumber] = e.SizeBytes
+		case timeline.PacketsAcked:
+			for _, rg := range e.AckRanges {
+				lo, hi := min(rg.First, rg.Last), max(rg.First, rg.Last)
+				if e.TimeUS >= from {
+					for pn := lo; pn <= hi && hi-lo < 1<<20; pn++ {
+						if _, sent := size[pn]; !sent || acked.contains(pn) {
+							continue
+						}
+						b := get(pn)
+						b.AckedBytes += size[pn]
+						b.AckedPackets++
+						seen = true
+					}
+				}
+				acked.add(lo, hi)
+			}
+		case timeline.PacketLost:
+			if e.TimeUS < from || e.PacketNumber < 0 {
+				continue
+			}
+			b := get(e.PacketNumber)
+			b.LostBytes += size[e.PacketNumber]
+			b.LostPackets++
+			seen = true
+		}
+	}
+	if !seen {
+		return nil
+	}
+	sort.Strings(order)
+	out := make([]PathBytes, 0, len(order))
+	for _, p := range order {
+		out = append(out, *by[p])
+	}
+	return out
 }
