@@ -109,7 +109,12 @@ func WireBeside(tracePath string) (capturePath, keylogPath string) {
 	dir := filepath.Dir(tracePath)
 	c := filepath.Join(dir, WireCaptureName)
 	if _, err := os.Stat(c); err != nil {
-		return "", ""
+		// A trace in a subdirectory of its repetition (picoquic's
+		// qlog-server/): the repetition's capture one level up.
+		dir = filepath.Dir(dir)
+		if c = filepath.Join(dir, WireCaptureName); !exists(c) || !exists(filepath.Join(dir, "manifest.json")) {
+			return "", ""
+		}
 	}
 	k := filepath.Join(dir, KeyLogName)
 	if _, err := os.Stat(k); err != nil {
@@ -788,3 +793,5 @@ func TraceReferenceUnixUS(tracePath string) int64 {
 	}
 	return m.Ref
 }
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -106,12 +106,7 @@ func (v *Validator) wireAttribution(im, rep gjson.Result, capture string) (strin
 	if c.Sender == "client" {
 		dir = 0
 	}
-	newPath, last := "", int64(-1)
-	for pn, ss := range m.Sent[dir] {
-		if pn > last && len(ss) > 0 {
-			newPath, last = ss[0].Path, pn
-		}
-	}
+	newPath := lastPath(m, dir)
 	if newPath == "" {
 		return "", fmt.Errorf("no packet of the sender in %s", m.Capture)
 	}
@@ -119,4 +114,55 @@ func (v *Validator) wireAttribution(im, rep gjson.Result, capture string) (strin
 		return "new-path", nil
 	}
 	return "old-path", nil
+}
+
+// wireQ3 is the repetition's Q3 as the validator's own wire reader reads
+// its wire claims (rtt.wire_evidence and wire_claims, issue #31): every
+// claim must hold; NO when one names a packet that crossed another path
+// than the one migrated to (the path of the sender's last packet in the
+// capture), else YES. ok is false when the repetition states no wire
+// evidence; err says why stated evidence does not decide.
+func (v *Validator) wireQ3(im, rep gjson.Result) (answer, why string, ok bool, err error) {
+	capture := rep.Get("rtt.wire_evidence").String()
+	claims := rep.Get("wire_claims").Array()
+	if capture == "" || len(claims) == 0 {
+		return "", "", false, nil
+	}
+	if _, err := v.wireAttribution(im, rep, capture); err != nil {
+		return "", "", true, err
+	}
+	p, _ := v.resolve(im.Get("live.origin").String(), capture)
+	m, err := loadWire(filepath.Dir(p))
+	if err != nil {
+		return "", "", true, err
+	}
+	for i, cl := range claims {
+		var c WireClaim
+		if err := json.Unmarshal([]byte(cl.Raw), &c); err != nil {
+			return "", "", true, fmt.Errorf("wire_claims[%d]: %w", i, err)
+		}
+		if st, found := CheckWireClaim(filepath.Dir(p), c); st != Pass {
+			return "", "", true, fmt.Errorf("wire_claims[%d] does not hold: %s", i, found)
+		}
+		dir := 1
+		if c.Sender == "client" {
+			dir = 0
+		}
+		if np := lastPath(m, dir); c.Path != np {
+			return "NO", fmt.Sprintf("the wire: the sample from packet %d, which crossed %s, not the path migrated to (%s)", c.Packet, c.Path, np), true, nil
+		}
+	}
+	return "YES", fmt.Sprintf("the wire: the deciding samples' packets (%d) crossed the path migrated to", len(claims)), true, nil
+}
+
+// lastPath is the path of the highest-numbered packet sent in direction
+// dir: the path migrated to.
+func lastPath(m *WireMap, dir int) string {
+	path, last := "", int64(-1)
+	for pn, ss := range m.Sent[dir] {
+		if pn > last && len(ss) > 0 {
+			path, last = ss[0].Path, pn
+		}
+	}
+	return path
 }

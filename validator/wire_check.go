@@ -243,6 +243,16 @@ func checkWireClaims(v *Validator, doc, im gjson.Result) (Status, string) {
 			continue
 		}
 		dir := filepath.Dir(trace)
+		if c := rep.Get("wire.capture").String(); c != "" {
+			// The repetition's capture, which may sit above its trace
+			// (picoquic's qlog-server/).
+			p, err := v.resolve(origin, c)
+			if err != nil {
+				d.fail("%s: wire.capture: %v", rid, err)
+				continue
+			}
+			dir = filepath.Dir(p)
+		}
 		if want := rep.Get("wire_sha256").String(); want != "" {
 			got, err := v.fileSHA(filepath.Join(dir, WireCaptureFile))
 			switch {

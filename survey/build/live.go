@@ -386,7 +386,13 @@ func addWire(rep *survey.Repetition, r runRep, root string) error {
 		// rtt_us: the packet's round trip as the sender saw it (ACK
 		// received − packet sent), which the wire measures as the ACK's
 		// arrival − the packet's entry into the link.
-		rep.WireClaims = append(rep.WireClaims, survey.WireClaim{Packet: ws.Packet, Path: ws.Path, RTTUS: ws.AckAtUS - ws.SentAtUS, Sender: sender})
+		c := survey.WireClaim{Packet: ws.Packet, Path: ws.Path, RTTUS: ws.AckAtUS - ws.SentAtUS, Sender: sender}
+		if ws.RepeatedAck {
+			// The round trip is a later ACK's, not the first one the
+			// claim is checked against.
+			c.RTTUS = 0
+		}
+		rep.WireClaims = append(rep.WireClaims, c)
 	}
 	if len(rep.WireClaims) > 0 {
 		rep.WireSHA256 = sha
