@@ -69,7 +69,7 @@ func Analyze(tl *timeline.Timeline, opt Options) (Analysis, error) {
 	in, startIdx := a.classifyScope(samples, f.pv, cs, tl.Meta.PathIDs, hasAnyFields(samples), opt)
 	if opt.Wire != nil {
 		a.RTT = attributeRTT(in, samples[startIdx:], noAcks{})
-		a.applyWire(opt.Wire, in, samples[startIdx:], events)
+		a.applyWire(opt.Wire, in, samples[startIdx:], events, TraceReferenceUnixUS(tl.Source))
 		a.Q2 = decideQ2(opt.Wire, in, a.Vantage, samples[startIdx:])
 	} else {
 		a.RTT = attributeRTT(in, samples[startIdx:], eventAcks(events))

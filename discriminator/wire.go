@@ -1,11 +1,13 @@
 package discriminator
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/migaudit/migaudit/parsers/timeline"
@@ -40,6 +42,29 @@ type WireEvidence struct {
 	// pv: the path-validation frames, the packets' departures and the
 	// ACKs, for Q2 (q2.go).
 	pv wirePV
+	// sent: by direction, packet number → where and when it entered the
+	// link; acks: by direction, the ACK frames in capture order. The
+	// wire-only pairing reads them (traces without packet events).
+	sent [2]map[int64]wireSent
+	acks [2][]wireAck
+	// firstOn: by direction and path, the first 1-RTT packet's wire time.
+	firstOn [2]map[string]int64
+}
+
+type wireSent struct {
+	path          string
+	arrNS, wireNS int64
+	record        int
+	delivered     bool
+}
+
+type wireAck struct {
+	wireNS  int64
+	carrier int64
+	record  int
+	path    string
+	delayUS int64
+	ranges  []wire.AckRange
 }
 
 // LoadWireEvidence reads a capture and its key log (keylogPath may be
@@ -50,7 +75,8 @@ func LoadWireEvidence(capturePath, keylogPath string) (*WireEvidence, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &WireEvidence{ix: c.Index(), paths: c.Paths, notes: c.Notes, ackDelay: [2]map[int64]int64{{}, {}}}
+	w := &WireEvidence{ix: c.Index(), paths: c.Paths, notes: c.Notes, ackDelay: [2]map[int64]int64{{}, {}},
+		sent: [2]map[int64]wireSent{{}, {}}, firstOn: [2]map[string]int64{{}, {}}}
 	w.Source = filepath.Base(capturePath)
 	if keylogPath != "" {
 		w.Source += " + " + filepath.Base(keylogPath)
@@ -61,11 +87,20 @@ func LoadWireEvidence(capturePath, keylogPath string) (*WireEvidence, error) {
 		if p.Type == wire.OneRTT && p.PN >= 0 {
 			w.numbered = true
 			w.lastPN[p.Dir] = max(w.lastPN[p.Dir], p.PN)
+			if _, seen := w.sent[p.Dir][p.PN]; !seen {
+				w.sent[p.Dir][p.PN] = wireSent{path: p.Path, arrNS: p.ArrivalNS, wireNS: p.WireNS, record: p.Record, delivered: p.Fate == "" || p.Fate == "sent"}
+			}
+			if _, seen := w.firstOn[p.Dir][p.Path]; !seen {
+				w.firstOn[p.Dir][p.Path] = p.WireNS
+			}
 		}
 		for j := range p.Frames {
 			f := &p.Frames[j]
 			if (f.Type == wire.FrameAck || f.Type == wire.FrameAckECN) && p.Type == wire.OneRTT {
 				w.ackDelay[p.Dir][p.PN] = f.AckDelayUS
+				if p.Fate == "" || p.Fate == "sent" {
+					w.acks[p.Dir] = append(w.acks[p.Dir], wireAck{wireNS: p.WireNS, carrier: p.PN, record: p.Record, path: p.Path, delayUS: f.AckDelayUS, ranges: f.Ranges})
+				}
 			}
 		}
 	}
@@ -111,6 +146,13 @@ type WireRTT struct {
 	// Deciding is the sample the answer rests on: the first from an
 	// old-path packet, else the first sample.
 	Deciding *WireSample `json:"deciding,omitempty"`
+	// First is the first post-migration sample paired with its packet.
+	First *WireSample `json:"first,omitempty"`
+	// Bytes is the sender's congestion accounting from the migration to
+	// the end of the scope by the path each packet crossed on the wire:
+	// bytes newly acknowledged and declared lost (where the trace logs
+	// losses). Empty when the trace logs no per-packet events.
+	Bytes []PathBytes `json:"bytes_by_path,omitempty"`
 	// Decides is false when the wire cannot name the packets (no key log,
 	// no pre-migration packet on the wire): Q3 then rests on values.
 	Decides bool   `json:"decides"`
@@ -133,6 +175,10 @@ type WireSample struct {
 	// ErrUS is how far (ACK time − send time − ACK delay) is from the
 	// sample: what the pairing minimised.
 	ErrUS int64 `json:"err_us"`
+	// RepeatedAck: the ACK behind the sample acknowledged its largest
+	// packet again (an earlier ACK had), so the round trip is not the
+	// one the first ACK of the packet gives.
+	RepeatedAck bool `json:"repeated_ack,omitempty"`
 }
 
 // Pairing window: a sample is produced by an ACK processed at about the
@@ -218,7 +264,7 @@ func (s *intervals) add(lo, hi int64) {
 // attributeWire pairs every RTT sample from the switch to the scope's end
 // with the ACK that produced it and answers Q3 from the paths the packets
 // crossed. vantage is the trace's ("server" or "client").
-func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timeline.Sample, events []timeline.Event, scopeTo int64) *WireRTT {
+func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timeline.Sample, events []timeline.Event, scopeTo, traceRefUS int64) *WireRTT {
 	r := &WireRTT{Source: w.Source, Answer: "UNKNOWN"}
 	if !w.numbered {
 		r.Reason = fmt.Sprintf("%s names no 1-RTT packet: %s; Q3 rests on values", w.Source, firstNote(w.notes))
@@ -243,6 +289,9 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 		}
 	}
 	switch {
+	case sentBefore == 0 && in.pathIDs:
+		attributeWireOnly(w, r, in, samples, sendDir, ackDir, traceRefUS)
+		return r
 	case sentBefore == 0:
 		r.Reason = fmt.Sprintf("the trace logs no packet the %s sent before the migration (its format has no per-packet events): the wire cannot be joined to the trace", orServer(vantage))
 		return r
@@ -279,6 +328,10 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 			continue
 		}
 		r.Paired++
+		if r.First == nil {
+			first := ws
+			r.First = &first
+		}
 		if ws.Path != r.NewPath {
 			r.OldPathSamples++
 			if r.OldPathSamples == 1 {
@@ -288,6 +341,7 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 			r.Deciding = &ws
 		}
 	}
+	r.Bytes = bytesByPath(w, events, sendDir, in.mig.AtUS, scopeTo)
 	switch {
 	case r.Samples == 0:
 		r.Reason = fmt.Sprintf("the estimator logged no RTT sample (latest RTT) from %s to the end of the scope: whether old-path packets would feed it cannot be seen, on the wire or in the trace", in.startWhy)
@@ -367,8 +421,12 @@ const (
 )
 
 func describeWireSample(s WireSample) string {
-	return fmt.Sprintf("%s at %s from the ACK in packet %d received at %s (ACK delay %s), whose largest newly acknowledged packet %d was sent at %s and crossed %s at %s (capture record %d)",
-		fmtRTT(s.LatestUS), fmtMS(s.AtUS), s.AckPacket, fmtMS(s.AckAtUS), fmtDur(s.AckDelayUS), s.Packet, fmtMS(s.SentAtUS), s.Path,
+	largest := "largest newly acknowledged packet"
+	if s.RepeatedAck {
+		largest = "largest acknowledged packet (acknowledged again)"
+	}
+	return fmt.Sprintf("%s at %s from the ACK in packet %d received at %s (ACK delay %s), whose %s %d was sent at %s and crossed %s at %s (capture record %d)",
+		fmtRTT(s.LatestUS), fmtMS(s.AtUS), s.AckPacket, fmtMS(s.AckAtUS), fmtDur(s.AckDelayUS), largest, s.Packet, fmtMS(s.SentAtUS), s.Path,
 		time.Unix(0, s.WireNS).UTC().Format("15:04:05.000000 UTC"), s.Record)
 }
 
@@ -393,11 +451,351 @@ type noAcks struct{}
 func (noAcks) ackedPacketBehind(int64, int64) (int64, int64, bool) { return 0, 0, false }
 
 // applyWire adds the wire's pairing to the RTT attribution.
-func (a *Analysis) applyWire(w *WireEvidence, in rttInput, samples []timeline.Sample, events []timeline.Event) {
-	wr := attributeWire(w, in, a.Vantage, samples, events, a.ScopeToUS)
+func (a *Analysis) applyWire(w *WireEvidence, in rttInput, samples []timeline.Sample, events []timeline.Event, traceRefUS int64) {
+	wr := attributeWire(w, in, a.Vantage, samples, events, a.ScopeToUS, traceRefUS)
 	a.RTT.Wire = wr
 	if wr.Decides && wr.OldPathSamples > 0 {
 		a.RTT.OldPathPacket, a.RTT.OldPathPacketNumber = true, wr.Deciding.Packet
 	}
 	a.RTT.Detail += "; wire (" + w.Source + "): " + wr.Reason
+	if len(wr.Bytes) > 0 {
+		var parts []string
+		for _, b := range wr.Bytes {
+			p := fmt.Sprintf("%s %d B acknowledged (%d packets)", b.Path, b.AckedBytes, b.AckedPackets)
+			if b.LostPackets > 0 {
+				p += fmt.Sprintf(", %d B declared lost (%d packets)", b.LostBytes, b.LostPackets)
+			}
+			parts = append(parts, p)
+		}
+		a.RTT.Detail += "; after the migration, by the path the packets crossed: " + strings.Join(parts, "; ")
+	}
 }
+
+// PathBytes is the sender's accounting on one path after the migration.
+type PathBytes struct {
+	// Path is the capture interface the packets crossed, or "not on the
+	// wire" for packets the capture does not hold (sent after a trimmed
+	// capture ends, or lost before the link).
+	Path         string `json:"path"`
+	AckedBytes   int64  `json:"acked_bytes"`
+	AckedPackets int    `json:"acked_packets"`
+	LostBytes    int64  `json:"lost_bytes,omitempty"`
+	LostPackets  int    `json:"lost_packets,omitempty"`
+}
+
+// NotOnWire labels packets the capture does not hold in PathBytes.
+const NotOnWire = "not on the wire"
+
+// bytesByPath sums, from the migration to the end of the scope, the sizes
+// (as the trace logged them when sent) of the sender's packets newly
+// acknowledged and declared lost, by the path each crossed on the wire.
+func bytesByPath(w *WireEvidence, events []timeline.Event, sendDir wire.Direction, from, to int64) []PathBytes {
+	size := map[int64]int64{}
+	var acked intervals
+	by := map[string]*PathBytes{}
+	var order []string
+	get := func(pn int64) *PathBytes {
+		path := NotOnWire
+		if s, ok := w.ix.Lookup(sendDir, pn); ok {
+			path = s.Path
+		}
+		if by[path] == nil {
+			by[path] = &PathBytes{Path: path}
+			order = append(order, path)
+		}
+		return by[path]
+	}
+	seen := false
+	for _, e := range events {
+		if !appSpace(e.PacketSpace) || e.TimeUS > to {
+			continue
+		}
+		switch e.Kind {
+		case timeline.PacketSent:
+			size[e.PacketNumber] = e.SizeBytes
+		case timeline.PacketsAcked:
+			for _, rg := range e.AckRanges {
+				lo, hi := min(rg.First, rg.Last), max(rg.First, rg.Last)
+				if e.TimeUS >= from {
+					for pn := lo; pn <= hi && hi-lo < 1<<20; pn++ {
+						if _, sent := size[pn]; !sent || acked.contains(pn) {
+							continue
+						}
+						b := get(pn)
+						b.AckedBytes += size[pn]
+						b.AckedPackets++
+						seen = true
+					}
+				}
+				acked.add(lo, hi)
+			}
+		case timeline.PacketLost:
+			if e.TimeUS < from || e.PacketNumber < 0 {
+				continue
+			}
+			b := get(e.PacketNumber)
+			b.LostBytes += size[e.PacketNumber]
+			b.LostPackets++
+			seen = true
+		}
+	}
+	if !seen {
+		return nil
+	}
+	sort.Strings(order)
+	out := make([]PathBytes, 0, len(order))
+	for _, p := range order {
+		out = append(out, *by[p])
+	}
+	return out
+}
+
+// Wire-only pairing: a trace that logs no packet events but polls each
+// path's estimator (quiche's per-path statistics) cannot name the ACK
+// behind a sample; the wire can. The new path's estimator starts fresh, so
+// its first reported smoothed RTT is its first sample (RFC 9002 §5.3:
+// smoothed_rtt = latest_rtt). That sample was taken between the poll
+// before it and its own poll; the wire holds every ACK the sender received
+// then and every packet it acknowledged, with the path each crossed and
+// the instants it entered the link and the ACK arrived. An ACK whose
+// largest acknowledged packet is newly acknowledged offers that packet as
+// the candidate (RFC 9002 §5.1); the sample is the candidate whose round
+// trip (ACK arrival − entry into the link; a first sample has no ACK
+// delay subtracted) matches it within the trace's resolution. The trace's clock is put on the wire's
+// by the migration: the trace sees the new path at the poll after the
+// first packet on it reached the sender (up to one poll late), so the
+// window is widened by one poll interval on each side.
+const (
+	// traceRefSlackUS widens the window between two polls when the
+	// trace's reference instant is known: its millisecond resolution and
+	// the poll's own duration.
+	traceRefSlackUS = 2_000
+	// How far the wire's round trip (ACK arrival − the packet's entry
+	// into the link) may be from the endpoint's sample: the endpoint's
+	// own send and receive paths add to one and not the other (the
+	// validator's wire tolerance), plus the polled value's resolution
+	// (quiche reports milliseconds).
+	wireOnlyAbsTolUS     = 2_500
+	wireOnlyRelTol       = 0.05
+	wireOnlyResolutionUS = 1_000
+)
+
+func attributeWireOnly(w *WireEvidence, r *WireRTT, in rttInput, samples []timeline.Sample, sendDir, ackDir wire.Direction, traceRefUS int64) {
+	// The new path's first sample: its first smoothed RTT after the
+	// switch other than the estimator's default.
+	var first *timeline.Sample
+	prevT := int64(-1)
+	newID := ""
+	for i := range samples {
+		s := &samples[i]
+		if s.TimeUS < in.startUS || s.PathID == in.oldPath || s.SmoothedRTTUS <= 0 {
+			continue
+		}
+		if newID == "" {
+			newID = s.PathID
+		}
+		if s.PathID != newID {
+			continue
+		}
+		if s.SmoothedRTTUS == in.defaultUS {
+			prevT = s.TimeUS
+			continue
+		}
+		first = s
+		break
+	}
+	if first == nil {
+		r.Reason = "the trace logs no packet events and the new path's estimator reports no sample after " + in.startWhy + ": the wire has nothing to pair"
+		return
+	}
+	poll := int64(10_000)
+	if prevT >= 0 {
+		poll = max(first.TimeUS-prevT, 1_000)
+	} else {
+		prevT = first.TimeUS - poll
+	}
+	// The trace's clock on the wire's: the migration instant is the first
+	// packet the sender received on the new path.
+	// The old path is the one that carried the sender's first packets.
+	var t0, newPathFirst int64
+	for p, t := range w.firstOn[sendDir] {
+		if t0 == 0 || t < t0 {
+			r.OldPath, t0 = p, t
+		}
+	}
+	for p, t := range w.firstOn[ackDir] {
+		if p != r.OldPath && (newPathFirst == 0 || t < newPathFirst) {
+			newPathFirst = t
+		}
+	}
+	for _, p := range w.paths {
+		if p != r.OldPath {
+			r.NewPath = p
+		}
+	}
+	if newPathFirst == 0 {
+		r.Reason = "the trace logs no packet events, and no packet reached the " + orServer("") + " on a second path in the capture: the wire cannot be put on the trace's clock"
+		return
+	}
+	offsetNS := newPathFirst - in.mig.AtUS*1000
+	clock := "the trace's clock put on the wire's by the first packet on the new path"
+	fromNS := offsetNS + (prevT-poll)*1000
+	toNS := offsetNS + (first.TimeUS+poll)*1000
+	if traceRefUS > 0 {
+		// The trace states its time 0 on the wall clock the capture
+		// uses (to the millisecond): the sample was taken after the poll
+		// before it and before its own.
+		offsetNS = traceRefUS * 1000
+		clock = "the trace's time 0 at its reference_unix_us, ±1 ms"
+		fromNS = offsetNS + (prevT-traceRefSlackUS/2)*1000
+		toNS = offsetNS + (first.TimeUS+traceRefSlackUS)*1000
+	}
+	var acked intervals
+	// cands: ACKs whose largest packet is newly acknowledged, in arrival
+	// order; repeated: those that acknowledge their largest again.
+	var cands, repeated []WireSample
+	tol := max(wireOnlyAbsTolUS, int64(wireOnlyRelTol*float64(first.SmoothedRTTUS))) + wireOnlyResolutionUS
+	for _, a := range w.acks[ackDir] {
+		if a.wireNS > toNS {
+			break
+		}
+		// RFC 9002 §5.1: an ACK yields a sample only when its largest
+		// acknowledged packet is newly acknowledged; the sample is that
+		// packet's (quiche hands every ACK to each path's estimator, and
+		// only the one that sent the packet takes it).
+		largest := int64(-1)
+		for _, rg := range a.ranges {
+			largest = max(largest, rg.Largest)
+		}
+		st, known := w.sent[sendDir][largest]
+		newly := known && !acked.contains(largest)
+		for _, rg := range a.ranges {
+			acked.add(rg.Smallest, rg.Largest)
+		}
+		if a.wireNS < fromNS || !known || st.arrNS == 0 {
+			continue
+		}
+		// A fresh estimator's first sample is latest_rtt itself, the ACK
+		// delay not subtracted (RFC 9002 §5.3).
+		raw := (a.wireNS - st.arrNS) / 1000
+		c := WireSample{AtUS: first.TimeUS, LatestUS: first.SmoothedRTTUS, AckAtUS: (a.wireNS - offsetNS) / 1000, AckPacket: a.carrier,
+			AckDelayUS: a.delayUS, Packet: largest, SentAtUS: (st.arrNS - offsetNS) / 1000, Path: st.path, WireNS: st.wireNS, Record: st.record,
+			ErrUS: abs64(raw - first.SmoothedRTTUS), RepeatedAck: !newly}
+		if newly {
+			cands = append(cands, c)
+		} else {
+			repeated = append(repeated, c)
+		}
+	}
+	r.Samples = 1
+	window := fmt.Sprintf("the ACKs the %s received from %s to %s (from the poll before the new path's first sample to its own; %s)",
+		orServer(""), fmtMS((fromNS-offsetNS)/1000), fmtMS((toNS-offsetNS)/1000), clock)
+	// The first sample is the first ACK in the window that feeds the new
+	// path's estimator. If old-path packets fed it, that is the first
+	// candidate of any path; if not, the first on the new path. Which one
+	// matches the value reported decides.
+	var firstAny, firstNew *WireSample
+	for i := range cands {
+		if firstAny == nil {
+			firstAny = &cands[i]
+		}
+		if firstNew == nil && cands[i].Path == r.NewPath {
+			firstNew = &cands[i]
+		}
+	}
+	fits := func(c *WireSample) bool { return c != nil && c.ErrUS <= tol }
+	list := func() string {
+		var parts []string
+		for _, c := range cands {
+			parts = append(parts, fmt.Sprintf("packet %d on %s: %s", c.Packet, c.Path, fmtRTT(c.AckAtUS-c.SentAtUS)))
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	}
+	head := fmt.Sprintf("the trace logs no packet events; the new path's estimator reports its first sample, %s, at %s", fmtRTT(first.SmoothedRTTUS), fmtMS(first.TimeUS))
+	switch {
+	case fits(firstAny) && firstAny.Path == r.NewPath:
+		r.Decides, r.Answer, r.Paired = true, "YES", 1
+		r.First, r.Deciding = firstAny, firstAny
+		r.Reason = fmt.Sprintf("%s; the first of %s that newly acknowledges its largest packet is of a packet that crossed the new path %s, and its round trip is the sample: %s",
+			head, window, r.NewPath, describeWireSample(*firstAny))
+	case fits(firstAny) && !fits(firstNew):
+		r.Decides, r.Answer, r.Paired, r.OldPathSamples = true, "NO", 1, 1
+		r.First, r.Deciding = firstAny, firstAny
+		r.Reason = fmt.Sprintf("%s; the first of %s that newly acknowledges its largest packet is of a packet that crossed the old path %s, and its round trip is the sample (the first on the new path would give %s): %s",
+			head, window, firstAny.Path, orNone(firstNew), describeWireSample(*firstAny))
+	case firstAny != nil && !fits(firstAny) && fits(firstNew):
+		r.Decides, r.Answer, r.Paired = true, "YES", 1
+		r.First, r.Deciding = firstNew, firstNew
+		r.Reason = fmt.Sprintf("%s; among %s, the old path's packet %d acknowledged first would give %s, not the sample; the first on the new path %s gives it: %s",
+			head, window, firstAny.Packet, fmtRTT(firstAny.AckAtUS-firstAny.SentAtUS), r.NewPath, describeWireSample(*firstNew))
+	case fits(firstAny) && fits(firstNew):
+		r.Reason = fmt.Sprintf("%s; among %s, the old path's packet %d and the new path's packet %d both give the sample: the wire cannot tell which fed it",
+			head, window, firstAny.Packet, firstNew.Packet)
+	default:
+		// No ACK that newly acknowledges its largest packet gives the
+		// sample. An endpoint may still take it from one that repeats its
+		// largest (quiche 0.18 hands a path's estimator an ACK only once
+		// the path is in use): the packet is then named by the round trip
+		// alone, and decides only when every repeated ACK that fits is of
+		// one path.
+		var fitNew, fitOld *WireSample
+		for i := range repeated {
+			c := &repeated[i]
+			switch {
+			case !fits(c):
+			case c.Path == r.NewPath && (fitNew == nil || c.ErrUS < fitNew.ErrUS):
+				fitNew = c
+			case c.Path != r.NewPath && (fitOld == nil || c.ErrUS < fitOld.ErrUS):
+				fitOld = c
+			}
+		}
+		switch {
+		case fitNew != nil && fitOld == nil:
+			r.Decides, r.Answer, r.Paired = true, "YES", 1
+			r.First, r.Deciding = fitNew, fitNew
+			r.Reason = fmt.Sprintf("%s; no ACK among %s that newly acknowledges its largest packet gives it (%s), but one repeating its largest does, of a packet that crossed the new path %s, and none of an old-path packet: %s",
+				head, window, list(), r.NewPath, describeWireSample(*fitNew))
+		case fitOld != nil && fitNew == nil:
+			r.Decides, r.Answer, r.Paired, r.OldPathSamples = true, "NO", 1, 1
+			r.First, r.Deciding = fitOld, fitOld
+			r.Reason = fmt.Sprintf("%s; no ACK among %s that newly acknowledges its largest packet gives it (%s), but one repeating its largest does, of a packet that crossed the old path %s, and none of a new-path packet: %s",
+				head, window, list(), fitOld.Path, describeWireSample(*fitOld))
+		default:
+			r.Reason = fmt.Sprintf("%s; no ACK among %s gives it as the estimator's first sample (round trips of the packets newly acknowledged as largest: %s)", head, window, list())
+		}
+	}
+}
+
+func orNone(c *WireSample) string {
+	if c == nil {
+		return "no sample"
+	}
+	return fmtRTT(c.AckAtUS - c.SentAtUS)
+}
+
+// TraceReferenceUnixUS is a timeline CSV's time 0 on the wall clock, from
+// its sibling <stem>.meta.json (reference_unix_us, which quiche's harness
+// writes); 0 when the trace states none.
+func TraceReferenceUnixUS(tracePath string) int64 {
+	base := filepath.Base(tracePath)
+	stem, _, ok := strings.Cut(base, ".csv")
+	if !ok {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(tracePath), stem+".meta.json"))
+	if err != nil {
+		return 0
+	}
+	var m struct {
+		Ref int64 `json:"reference_unix_us"`
+	}
+	if json.Unmarshal(b, &m) != nil {
+		return 0
+	}
+	return m.Ref
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }

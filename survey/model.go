@@ -231,20 +231,63 @@ type Repetition struct {
 	Vantage     string `json:"vantage,omitempty"`
 	Version     string `json:"version,omitempty"`
 	// NewPathRTTUS is the configured round trip of the path migrated to.
-	NewPathRTTUS      int64      `json:"new_path_rtt_us,omitempty"`
-	Migration         Migration  `json:"migration"`
-	ScopeFromUS       int64      `json:"scope_from_us"`
-	ScopeToUS         int64      `json:"scope_to_us"`
-	WindowBeforeBytes int64      `json:"window_before_bytes"`
-	WindowAfterBytes  int64      `json:"window_after_bytes"`
-	ResetObserved     bool       `json:"reset_observed"`
-	Events            []Event    `json:"events"`
-	RTT               RTT        `json:"rtt"`
-	Q1                string     `json:"q1"`
-	Q3                string     `json:"q3"`
-	Q2                *RepQ2     `json:"q2,omitempty"`
-	Warnings          []string   `json:"warnings,omitempty"`
-	Constants         []LiveCons `json:"constants,omitempty"`
+	NewPathRTTUS      int64     `json:"new_path_rtt_us,omitempty"`
+	Migration         Migration `json:"migration"`
+	ScopeFromUS       int64     `json:"scope_from_us"`
+	ScopeToUS         int64     `json:"scope_to_us"`
+	WindowBeforeBytes int64     `json:"window_before_bytes"`
+	WindowAfterBytes  int64     `json:"window_after_bytes"`
+	ResetObserved     bool      `json:"reset_observed"`
+	Events            []Event   `json:"events"`
+	RTT               RTT       `json:"rtt"`
+	Q1                string    `json:"q1"`
+	Q3                string    `json:"q3"`
+	Q2                *RepQ2    `json:"q2,omitempty"`
+	// Q3Basis is what Q3 rests on: "wire" (the packets behind the RTT
+	// samples) or "values" (the RTT values against the paths').
+	Q3Basis string `json:"q3_basis,omitempty"`
+	// Wire is the repetition's capture and key log (docs/wire.md).
+	Wire *RepWire `json:"wire,omitempty"`
+	// WireSHA256 is the capture's sha256, for the wire claims.
+	WireSHA256 string `json:"wire_sha256,omitempty"`
+	// WireClaims are the deciding samples: the first after the
+	// migration and the first from an old-path packet, if any.
+	WireClaims []WireClaim `json:"wire_claims,omitempty"`
+	Warnings   []string    `json:"warnings,omitempty"`
+	Constants  []LiveCons  `json:"constants,omitempty"`
+}
+
+// RepWire is a repetition's wire evidence: files relative to the
+// repository root, whether the capture was trimmed for committing, and
+// the bytes acknowledged and declared lost after the migration by path.
+type RepWire struct {
+	Capture       string      `json:"capture"`
+	CaptureSHA256 string      `json:"capture_sha256"`
+	KeyLog        string      `json:"keylog,omitempty"`
+	KeyLogSHA256  string      `json:"keylog_sha256,omitempty"`
+	Trimmed       bool        `json:"trimmed"`
+	BytesByPath   []PathBytes `json:"bytes_by_path,omitempty"`
+}
+
+// PathBytes is the sender's congestion accounting on one path after the
+// migration, by the path each packet crossed on the wire.
+type PathBytes struct {
+	Path         string `json:"path"`
+	AckedBytes   int64  `json:"acked_bytes"`
+	AckedPackets int    `json:"acked_packets"`
+	LostBytes    int64  `json:"lost_bytes,omitempty"`
+	LostPackets  int    `json:"lost_packets,omitempty"`
+}
+
+// WireClaim: the RTT sample taken at AtUnixNS (RTTUS long) came from the
+// ACK of packet Packet, sent by Sender, which crossed Path (the validator
+// re-derives it from the capture).
+type WireClaim struct {
+	Packet   int64  `json:"packet"`
+	Path     string `json:"path"`
+	AtUnixNS int64  `json:"at_unix_ns,omitempty"`
+	RTTUS    int64  `json:"rtt_us,omitempty"`
+	Sender   string `json:"sender,omitempty"`
 }
 
 // LiveCons is a constant evaluated with the run's own settings.

@@ -272,6 +272,9 @@ func (v *Validator) decideLive(im gjson.Result, q string) (string, string, error
 				q3 = "NO"
 			}
 		}
+		if ww, _, stated, err := v.wireQ3(im, rep); stated && err == nil {
+			q3 = ww
+		}
 		if attr == "default" {
 			defaults++
 		}

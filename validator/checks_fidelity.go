@@ -297,6 +297,16 @@ func fidelityProblems(v *Validator, im, man, rep gjson.Result) (float64, float64
 			continue
 		}
 		infl := up + down + stalls
+		// A Q3 the wire decides (the validator's own reading of the
+		// repetition's wire claims) rests on the packet behind the sample,
+		// not its value: delay the host added moves the value, not the
+		// path the packet crossed (a packet overtaken across paths is
+		// judged above).
+		if i == 0 {
+			if _, _, stated, err := v.wireQ3(im, rep); stated && err == nil {
+				continue
+			}
+		}
 		if at, x, a, held := sampleHolds(val, olds, newPath, def, infl); !held {
 			out = append(out, fmt.Sprintf("RTT sample %d: %.3f ms reads %s, but %.3f ms reads %s, and the host may have added %.2f ms (packets %.2f ms late up + %.2f ms down, stalls %.2f ms): its attribution could be the host's", i+1, float64(val)/1000, orUndecided(at), float64(x)/1000, orUndecided(a), float64(infl)/1e6, float64(up)/1e6, float64(down)/1e6, float64(stalls)/1e6))
 		}

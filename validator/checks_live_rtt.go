@@ -200,6 +200,15 @@ func checkRTT(v *Validator, doc, im gjson.Result) (Status, string) {
 			// estimator, whatever value it happens to have.
 			w, why = "NO", fmt.Sprintf("the first RTT sample after migration acknowledges packet %d, sent at %d µs before the migration", pn, sentAt)
 		}
+		// Wire evidence, re-read with the validator's own reader, decides
+		// over the value (docs/validator-decisions.md, "Wire claims").
+		if ww, wwhy, stated, err := v.wireQ3(im, rep); stated {
+			if err != nil {
+				d.fail("%s: its wire evidence does not decide q3: %v", id, err)
+				continue
+			}
+			w, why = ww, wwhy
+		}
 		if w != "" && w != q3 {
 			d.fail("%s: %s means q3 %s, survey says %s", id, why, w, q3)
 			continue

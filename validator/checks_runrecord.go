@@ -33,6 +33,8 @@ type recordedAttempt struct {
 	dir, status        string
 	manifestSHA, trace string
 	traceSHA           string
+	// keptLine is the record's last "kept" line for the attempt (0: none).
+	keptLine int
 }
 
 func checkRunRecord(v *Validator, doc, im gjson.Result) (Status, string) {
@@ -122,7 +124,7 @@ func checkRunRecord(v *Validator, doc, im gjson.Result) (Status, string) {
 		if sha, err := v.fileSHA(mp); err != nil {
 			d.unverifiable("%s: %v", rid, err)
 		} else if sha != a.manifestSHA {
-			d.fail("%s: manifest sha256 %s…, the run record (line %d) digested %s…", rid, short12(sha), a.line, short12(a.manifestSHA))
+			d.fail("%s: manifest sha256 %s…, the run record (line %d) digested %s…", rid, short12(sha), max(a.line, a.keptLine), short12(a.manifestSHA))
 		}
 		tp, err := v.resolve("own-runs", rep.Get("trace").String())
 		if err == nil {
@@ -199,6 +201,15 @@ func checkRunRecord(v *Validator, doc, im gjson.Result) (Status, string) {
 	if reconstructed {
 		how = "reconstructed after the run: " + header.Get("reconstructed").String()
 	}
+	keptLines := 0
+	for _, a := range attempts {
+		if a.keptLine > 0 {
+			keptLines++
+		}
+	}
+	if keptLines > 0 {
+		how += fmt.Sprintf("; %d attempts' manifests changed when kept as evidence (kept lines)", keptLines)
+	}
 	d.note("%d repetitions = the %d valid attempts of %d wanted; %d other attempts (%d kept, %d by digest only); record %s", len(reps), len(validByRep), wanted, len(attempts)-len(validByRep), kept, byDigest, how)
 	return d.result()
 }
@@ -225,6 +236,29 @@ func parseRunRecord(b []byte) (gjson.Result, []recordedAttempt, error) {
 				return header, nil, fmt.Errorf("line 1 is not a run record header")
 			}
 			header = gjson.Parse(string(line))
+			continue
+		}
+		// A "kept" line (migaudit run keep): the attempt's manifest changed
+		// when the run was kept as evidence (its capture trimmed), from the
+		// digest the record held to a new one. The chain must be unbroken:
+		// a kept line starts from the digest the record holds then.
+		if k := r.Get("kept"); k.Exists() {
+			i := -1
+			for j := range out {
+				if out[j].dir == k.String() {
+					i = j
+				}
+			}
+			switch {
+			case i < 0:
+				return header, nil, fmt.Errorf("line %d: kept %s, which no earlier line records", n, k.String())
+			case r.Get("manifest_sha256_was").String() != out[i].manifestSHA:
+				return header, nil, fmt.Errorf("line %d: kept %s from manifest %s…, the record had %s…", n, k.String(), short12(r.Get("manifest_sha256_was").String()), short12(out[i].manifestSHA))
+			case r.Get("manifest_sha256").String() == "":
+				return header, nil, fmt.Errorf("line %d: kept %s without the new manifest digest", n, k.String())
+			}
+			out[i].manifestSHA = r.Get("manifest_sha256").String()
+			out[i].keptLine = n
 			continue
 		}
 		a := recordedAttempt{line: n, rep: int(r.Get("rep").Int()), attempt: int(r.Get("attempt").Int()), dir: r.Get("dir").String(),

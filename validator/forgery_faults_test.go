@@ -252,20 +252,29 @@ func setRep(name string, i int, fn func(r map[string]any)) func(t *testing.T, do
 // undecided must rest on evidence in the repetition.
 func TestForgedAttributions(t *testing.T) {
 	runPlanted(t, []planted{
-		{name: "quiche rep1: unknown → new-path, q3 UNKNOWN → YES", check: "quiche/rtt", survey: setRep("quiche", 0, func(r map[string]any) {
-			obj(r, "rtt")["attribution"] = "new-path"
-			r["q3"] = "YES"
-		})},
-		{name: "quiche rep1: unknown → old-path, q3 UNKNOWN → NO", check: "quiche/rtt", survey: setRep("quiche", 0, func(r map[string]any) {
+		// quic-go rep1's first RTT (40.5 ms) is undecided in the
+		// validator's reading (its trace shows the sample acknowledging
+		// packet 8819, sent after the migration and a reset: new-path is
+		// decided, old-path is the forgery).
+		{name: "quic-go rep1: unknown → old-path, q3 UNKNOWN → NO", check: "quic-go/rtt", survey: setRep("quic-go", 0, func(r map[string]any) {
 			obj(r, "rtt")["attribution"] = "old-path"
 			r["q3"] = "NO"
 		})},
 		{name: "ngtcp2 rep4: q3 NO → YES (the value is ambiguous, the packet is the old path's)", check: "ngtcp2/rtt", survey: setRep("ngtcp2", 3, func(r map[string]any) {
 			r["q3"] = "YES"
 		})},
-		{name: "quiche rep1: new-path with wire evidence named (no wire reader yet)", check: "quiche/rtt", survey: setRep("quiche", 0, func(r map[string]any) {
+		{name: "quic-go rep1: new-path with wire evidence named that is not there", check: "quic-go/rtt", survey: setRep("quic-go", 0, func(r map[string]any) {
 			obj(r, "rtt")["attribution"] = "new-path"
-			obj(r, "rtt")["wire_evidence"] = "data/evidence/quiche/rep1/capture.pcap"
+			obj(r, "rtt")["wire_evidence"] = "data/evidence/quic-go/rep1/wire.pcapng.gz"
+			r["wire_claims"] = []any{map[string]any{"packet": 8797, "path": "pathB"}}
+			r["q3"] = "YES"
+		})},
+		// picoquic rep2's wire claim names an old-path packet (q3 NO
+		// through the packet): moved to the new path in the survey, the
+		// validator's reader sees it on the old one.
+		{name: "picoquic rep2: the wire claim's path changed to the new path, q3 NO → YES", check: "picoquic/rtt", survey: setRep("picoquic", 1, func(r map[string]any) {
+			c := r["wire_claims"].([]any)[0].(map[string]any)
+			c["path"] = "pathB"
 			r["q3"] = "YES"
 		})},
 	}, true)

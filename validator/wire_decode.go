@@ -173,6 +173,11 @@ func decodeWire(name string, dgs []datagram, kl *nssKeyLog) (*WireMap, error) {
 func (d *wireDecoder) datagram(dg *datagram) error {
 	b := dg.payload
 	for len(b) > 0 {
+		// Zero bytes after coalesced packets pad the datagram (quiche pads
+		// its first flight so): no packet, nothing to open.
+		if len(b) < len(dg.payload) && allZero(b) {
+			return nil
+		}
 		if b[0]&0x80 == 0 {
 			return d.shortHeader(dg, b)
 		}
@@ -344,6 +349,12 @@ func (d *wireDecoder) shortHeader(dg *datagram, pkt []byte) error {
 		}
 		largest := d.largest[s]
 		plain, pn, err := d.unprotect(dir, g, &largest, pkt, pnOff, 0x1f)
+		if err != nil {
+			// The loss bits (draft-ferrieuxhamchaoui-quic-lossbits,
+			// which picoquic negotiates): the two reserved bits carry the
+			// Q and L bits outside header protection (mask 0x07).
+			plain, pn, err = d.unprotect(dir, g, &largest, pkt, pnOff, 0x07)
+		}
 		if err != nil {
 			lastErr = err
 			continue
@@ -586,4 +597,13 @@ func (c *wireCursor) varints(n int) {
 	for range n {
 		c.varint()
 	}
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -33,7 +33,13 @@ type fixtureRecord struct {
 // that knows nothing of the reader under test.
 func readFixtureRecords(t testing.TB) ([]pcapgo.NgInterface, []fixtureRecord) {
 	t.Helper()
-	r, err := pcapgo.NewNgReader(bytes.NewReader(gunzipFixture(t, WireCaptureFile)), pcapgo.NgReaderOptions{WantMixedLinkType: true})
+	return readCaptureRecords(t, gunzipFixture(t, WireCaptureFile))
+}
+
+// readCaptureRecords reads every record of an uncompressed pcapng.
+func readCaptureRecords(t testing.TB, pcapng []byte) ([]pcapgo.NgInterface, []fixtureRecord) {
+	t.Helper()
+	r, err := pcapgo.NewNgReader(bytes.NewReader(pcapng), pcapgo.NgReaderOptions{WantMixedLinkType: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,6 +184,7 @@ the wire).`,
 	_ = f.MarkHidden("no-mlock")
 	f.StringVar(&calScope, "calibration", tbnet.CalibrateOperatingPoint, "calibration scope: operating-point (the four gates at the run's own path RTTs and rates) or full (gates at 10/20/40 ms, 20/50/100 Mbit/s as well)")
 	cmd.AddCommand(newRunReanalyzeCmd())
+	cmd.AddCommand(newRunKeepCmd())
 	return cmd
 }
 
@@ -277,6 +278,49 @@ discriminator fix, then rebuild the survey (migaudit survey).`,
 			return nil
 		},
 	}
+}
+
+func newRunKeepCmd() *cobra.Command {
+	var replace bool
+	cmd := &cobra.Command{
+		Use:   "keep RUN_OUT DEST",
+		Short: "Turn a run's output directory into committed evidence (captures trimmed to 2 MB)",
+		Long: `keep copies a run's output directory (migaudit run --out RUN_OUT) to DEST as
+evidence to commit: every valid repetition and spoiled attempt the run record
+lists, summary.json, calibration.json and run-record.jsonl. Each capture larger
+than 2 MB is trimmed (the handshake and a window around the migration kept,
+docs/wire.md), the trim recorded in the manifest's capture entry (capture.trimmed:
+budget, window, original size and sha256), each valid repetition's analysis
+re-derived from the kept capture, the manifest's digests brought up to date, and
+one "kept" line per changed attempt appended to the run record (never rewritten).
+DEST is written through a temporary directory and a rename; an existing DEST is
+refused unless --replace. A repetition without its capture is kept without wire
+evidence, and said so.`,
+		Example: `  migaudit run keep /work/runs/quiche-standard data/evidence/quiche --replace
+  migaudit run keep results/picoquic-pv-distinct-20261204T1700Z data/evidence/picoquic/pv-distinct`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kept, err := liverun.Keep(args[0], args[1], liverun.KeepOptions{Replace: replace})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			for _, k := range kept {
+				q3 := ""
+				if k.Q3 != "" && k.Status == "valid" {
+					q3 = "; Q3 " + k.Q3
+					if k.Q3Was != k.Q3 {
+						q3 += " (the run's analysis: " + k.Q3Was + ")"
+					}
+				}
+				fmt.Fprintf(out, "%s (%s): %s%s\n", k.Dir, k.Status, k.Note, q3)
+			}
+			fmt.Fprintf(out, "kept %d attempts of %s in %s\n", len(kept), args[0], args[1])
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&replace, "replace", false, "replace an existing DEST")
+	return cmd
 }
 
 // isTerminal reports whether w is a terminal: progress bars redraw in place

@@ -46,6 +46,10 @@ type Capture struct {
 	// WholeWindows are the windows (unix ns) in which every datagram is
 	// kept whole.
 	WholeWindows [][2]int64 `json:"whole_windows_unix_ns,omitempty"`
+	// Trimmed, in committed evidence, records the trim `migaudit run
+	// keep` made (File, SHA256, Bytes and PcapngBytes then describe the
+	// trimmed file; Packets and Overruns the capture the run wrote).
+	Trimmed *CaptureTrim `json:"trimmed,omitempty"`
 	// Error says why there is no capture (the repetition still counts;
 	// its live answers then rest on the traces alone).
 	Error string `json:"error,omitempty"`

@@ -195,6 +195,10 @@ func sha256File(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return sha256Bytes(b), nil
+}
+
+func sha256Bytes(b []byte) string {
 	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:]), nil
+	return hex.EncodeToString(s[:])
 }

@@ -10,6 +10,8 @@ import (
 
 // decoder holds one connection's state across the capture.
 type decoder struct {
+	// mask0 is the last header-protection mask's first byte.
+	mask0  byte
 	name   string
 	kl     *KeyLog
 	c      Capture
@@ -238,6 +240,7 @@ func (d *decoder) unprotect(l *link, p *Packet, b []byte, pnOff, end int, firstM
 		return false
 	}
 	m := hp.mask(b[pnOff+4 : pnOff+4+16])
+	d.mask0 = m[0]
 	b[0] ^= m[0] & firstMask
 	pnLen := int(b[0]&0x03) + 1
 	var trunc uint64
@@ -310,18 +313,30 @@ func (d *decoder) short(l *link, p *Packet, b []byte, size int) int {
 	var plain []byte
 	var err error
 	cands := []int{a.cur, a.cur + 1, a.cur - 1}
-	for _, g := range cands {
-		if g < 0 || g%2 != int(p.KeyPhase) {
-			continue
+	tryOpen := func() {
+		for _, g := range cands {
+			if g < 0 || g%2 != int(p.KeyPhase) {
+				continue
+			}
+			k, kerr := a.gen(g)
+			if kerr != nil {
+				err = kerr
+				break
+			}
+			if plain, err = d.open(k, p.PN, hdr, ct); err == nil {
+				a.cur = max(a.cur, g)
+				break
+			}
 		}
-		k, kerr := a.gen(g)
-		if kerr != nil {
-			err = kerr
-			break
-		}
-		if plain, err = d.open(k, p.PN, hdr, ct); err == nil {
-			a.cur = max(a.cur, g)
-			break
+	}
+	tryOpen()
+	if err != nil && d.kl != nil {
+		// The loss bits (draft-ferrieuxhamchaoui-quic-lossbits, which
+		// picoquic negotiates): the two reserved bits carry the Q and L
+		// bits and header protection leaves them alone (mask 0x07).
+		hdr[0] ^= d.mask0 & 0x18
+		if tryOpen(); err != nil {
+			hdr[0] ^= d.mask0 & 0x18
 		}
 	}
 	if err != nil || plain == nil {

@@ -240,6 +240,9 @@ func ownLive(o Options, reps []runRep) (*survey.Live, error) {
 				}
 			}
 			enrichFromManifest(&rep, r.Manifest, filepath.Join(o.RepoRoot, r.Dir))
+			if err := addWire(&rep, r, o.RepoRoot); err != nil {
+				return nil, err
+			}
 			settleQ1(&rep)
 			l.Repetitions = append(l.Repetitions, rep)
 		}
@@ -386,6 +389,68 @@ func fromAnalysis(a *discriminator.Analysis, id, trace, sha string) survey.Repet
 	}
 	_ = math.Abs
 	return r
+}
+
+// addWire adds the repetition's wire evidence (docs/wire.md) and what the
+// discriminator's wire analysis made of it: the files and their digests,
+// whether the capture was trimmed for committing, the bytes acknowledged
+// and lost after the migration by path, the deciding samples as wire
+// claims (the first after the migration, and the first from an old-path
+// packet if any), and what Q3 rests on.
+func addWire(rep *survey.Repetition, r runRep, root string) error {
+	rep.Q3Basis = "values"
+	dir := filepath.Join(root, r.Dir)
+	capPath := filepath.Join(dir, discriminator.WireCaptureName)
+	if _, err := os.Stat(capPath); err != nil {
+		return nil
+	}
+	sha, err := fileSHA(capPath)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Dir, err)
+	}
+	w := &survey.RepWire{Capture: filepath.Join(r.Dir, discriminator.WireCaptureName), CaptureSHA256: sha}
+	if c, ok := r.Manifest["capture"].(map[string]any); ok {
+		_, w.Trimmed = c["trimmed"].(map[string]any)
+	}
+	if ks, err := fileSHA(filepath.Join(dir, discriminator.KeyLogName)); err == nil {
+		w.KeyLog, w.KeyLogSHA256 = filepath.Join(r.Dir, discriminator.KeyLogName), ks
+	}
+	rep.Wire = w
+	wr := r.Analysis.RTT.Wire
+	if wr == nil {
+		return nil
+	}
+	for _, b := range wr.Bytes {
+		w.BytesByPath = append(w.BytesByPath, survey.PathBytes{Path: b.Path, AckedBytes: b.AckedBytes, AckedPackets: b.AckedPackets, LostBytes: b.LostBytes, LostPackets: b.LostPackets})
+	}
+	if !wr.Decides {
+		return nil
+	}
+	rep.Q3Basis = "wire"
+	rep.RTT.WireEvidence = w.Capture
+	sender := r.Analysis.Vantage
+	if sender == "" {
+		sender = "server"
+	}
+	for _, ws := range []*discriminator.WireSample{wr.First, wr.Deciding} {
+		if ws == nil || (len(rep.WireClaims) > 0 && rep.WireClaims[0].Packet == ws.Packet) {
+			continue
+		}
+		// rtt_us: the packet's round trip as the sender saw it (ACK
+		// received − packet sent), which the wire measures as the ACK's
+		// arrival − the packet's entry into the link.
+		c := survey.WireClaim{Packet: ws.Packet, Path: ws.Path, RTTUS: ws.AckAtUS - ws.SentAtUS, Sender: sender}
+		if ws.RepeatedAck {
+			// The round trip is a later ACK's, not the first one the
+			// claim is checked against.
+			c.RTTUS = 0
+		}
+		rep.WireClaims = append(rep.WireClaims, c)
+	}
+	if len(rep.WireClaims) > 0 {
+		rep.WireSHA256 = sha
+	}
+	return nil
 }
 
 // settleQ1 applies the rule on undecided repetitions

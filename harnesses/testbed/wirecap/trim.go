@@ -152,3 +152,44 @@ func TrimToFit(gz []byte, whole [][2]int64, budget int) ([]byte, Keep, error) {
 	}
 	return nil, Keep{}, fmt.Errorf("wirecap: trim: %d B even with a quarter of the evidence window, over the %d B budget", last, budget)
 }
+
+// Count reads the gzip'ed capture gz through to its end: how many EPBs
+// it holds and its size uncompressed. A truncated or corrupt file is an
+// error naming the EPB where reading stopped.
+func Count(gz []byte) (epbs int, pcapngBytes int64, err error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return 0, 0, fmt.Errorf("wirecap: %w", err)
+	}
+	cw := &countingReader{r: zr}
+	r, err := pcapgo.NewNgReader(cw, pcapgo.NgReaderOptions{})
+	if err != nil {
+		return 0, 0, fmt.Errorf("wirecap: %w", err)
+	}
+	for {
+		_, _, err := r.ZeroCopyReadPacketData()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return epbs, cw.n, fmt.Errorf("wirecap: EPB %d: %w", epbs+1, err)
+		}
+		epbs++
+	}
+	// The gzip trailer (size and CRC) is checked only once it is read.
+	if _, err := io.Copy(io.Discard, cw); err != nil {
+		return epbs, cw.n, fmt.Errorf("wirecap: after EPB %d: %w", epbs, err)
+	}
+	return epbs, cw.n, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}
