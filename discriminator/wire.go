@@ -307,6 +307,7 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 	r.Decides = true
 	acks := ackHistory(events)
 	var firstUnpaired *timeline.Sample
+	var unpairedAt []int64
 	for i := range samples {
 		s := &samples[i]
 		if s.TimeUS < in.startUS || s.TimeUS > scopeTo || !s.Fields.Has(timeline.FieldLatestRTT) || s.LatestRTTUS <= 0 {
@@ -325,6 +326,7 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 			if firstUnpaired == nil {
 				firstUnpaired = s
 			}
+			unpairedAt = append(unpairedAt, s.TimeUS)
 			continue
 		}
 		r.Paired++
@@ -349,11 +351,18 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 		r.Answer = "NO"
 		r.Reason = fmt.Sprintf("%d of the %d RTT samples after %s came from the ACK of a packet that crossed the old path %s on the wire; the first: %s",
 			r.OldPathSamples, r.Samples, in.startWhy, r.OldPath, describeWireSample(*r.Deciding))
+	case r.Paired < r.Samples && r.Paired > 0 && oldPathAckBound(acks, w, sendDir, r.OldPath, unpairedAt) == "":
+		r.Answer = "YES"
+		r.Reason = fmt.Sprintf("%d of the %d RTT samples after %s came from ACKs of packets that crossed the new path %s on the wire; the other %d pair with no ACK whose timing explains them (the first at %s, %s), but none can be an old-path sample: no ACK the %s received from %s before to %s after any of them newly acknowledged, as its largest, a packet that crossed the old path %s (an RTT sample is taken only for the largest newly acknowledged packet, RFC 9002 §5.1); the first: %s",
+			r.Paired, r.Samples, in.startWhy, r.NewPath, r.Samples-r.Paired, fmtMS(firstUnpaired.TimeUS), fmtRTT(firstUnpaired.LatestRTTUS), orServer(vantage), fmtMS(boundBeforeUS), fmtMS(pairWindowUS), r.OldPath, describeWireSample(*r.Deciding))
 	case r.Paired < r.Samples:
 		r.Reason = fmt.Sprintf("%d of the %d RTT samples after %s pair with no ACK whose timing explains them (the first at %s, %s); the %d paired came from packets on the new path %s",
 			r.Samples-r.Paired, r.Samples, in.startWhy, fmtMS(firstUnpaired.TimeUS), fmtRTT(firstUnpaired.LatestRTTUS), r.Paired, r.NewPath)
 		if r.Deciding != nil {
 			r.Reason += "; the first: " + describeWireSample(*r.Deciding)
+		}
+		if why := oldPathAckBound(acks, w, sendDir, r.OldPath, unpairedAt); why != "" {
+			r.Reason += "; " + why
 		}
 	default:
 		r.Answer = "YES"
@@ -364,6 +373,38 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 		r.Reason += fmt.Sprintf(" (%d later samples came from packets sent after the capture ends, packet %d: not judged)", r.AfterCapture, w.lastPN[sendDir])
 	}
 	return r
+}
+
+// boundBeforeUS: an endpoint acts on an ACK as it reads it; a sample
+// logged more than this after an ACK arrived is not that ACK's (host
+// stalls included: the fidelity record's stall bound is 10 ms).
+const boundBeforeUS = 20_000
+
+// oldPathAckBound says why samples the pairing left unexplained (logged at
+// unpairedAt) might be old-path samples, or "" when none can be: every ACK
+// received from boundBeforeUS before such a sample to pairWindowUS after it
+// whose largest acknowledged packet was newly acknowledged names a packet
+// that crossed another path than old on the wire. A largest packet the
+// capture does not hold (a trimmed capture, a lost record) leaves the
+// question open.
+func oldPathAckBound(acks []ackRecord, w *WireEvidence, sendDir wire.Direction, old string, unpairedAt []int64) string {
+	for _, t := range unpairedAt {
+		i := sort.Search(len(acks), func(i int) bool { return acks[i].t >= t-boundBeforeUS })
+		for ; i < len(acks) && acks[i].t <= t+pairWindowUS; i++ {
+			a := acks[i]
+			if !a.newly {
+				continue
+			}
+			s, ok := w.ix.Lookup(sendDir, a.largest)
+			switch {
+			case !ok:
+				return fmt.Sprintf("the ACK at %s newly acknowledges packet %d, which is not in the capture: the sample at %s may be its", fmtMS(a.t), a.largest, fmtMS(t))
+			case s.Path == old:
+				return fmt.Sprintf("the ACK at %s newly acknowledges packet %d, which crossed the old path %s: the sample at %s may be its", fmtMS(a.t), a.largest, old, fmtMS(t))
+			}
+		}
+	}
+	return ""
 }
 
 // pairSample finds the ACK behind a sample: among the ACKs received

@@ -55,6 +55,14 @@ func TestWireAttribution(t *testing.T) {
 		{name: "no key log", nokeylog: true, want: "YES", decides: false, reason: "Q3 rests on values"},
 		{name: "trace logs no sent packets", timeline: dropPacketsSent, want: "YES", decides: false, reason: "the trace logs no packet the server sent before the migration"},
 		{name: "estimator logs no sample after the reset", timeline: dropLatestAfterReset, want: "UNKNOWN", decides: true, reason: "the estimator logged no RTT sample"},
+		// A sample no ACK's timing explains (a host stall between the ACK
+		// and the log line) cannot be an old-path sample when no ACK of the
+		// scope newly acknowledges, as its largest, an old-path packet.
+		{name: "an unpaired sample, no old-path ACK near it", timeline: inflateAfterReset(10), want: "YES", decides: true, path: "pathB", reason: "none can be an old-path sample"},
+		// The first sample after the reset follows by 2.3 ms the ACK of
+		// packet 367, which crossed pathA (the trap): unexplained,
+		// it may be that ACK's.
+		{name: "an unpaired sample beside an ACK of an old-path packet", timeline: inflateAfterReset(1), want: "UNKNOWN", decides: true, reason: "newly acknowledges packet 367, which crossed the old path pathA: the sample at"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -214,6 +222,22 @@ func dropLatestAfterReset(tl *timeline.Timeline) {
 		if tl.Samples[i].TimeUS > 301_000 {
 			tl.Samples[i].Fields &^= timeline.FieldLatestRTT | timeline.FieldSmoothedRTT | timeline.FieldMinRTT | timeline.FieldRTTVar
 			tl.Samples[i].LatestRTTUS, tl.Samples[i].SmoothedRTTUS = 0, 0
+		}
+	}
+}
+
+// inflateAfterReset triples the n-th RTT sample logged after the reset
+// (336.693 ms in the fixture's trace), so no ACK's timing explains it.
+func inflateAfterReset(n int) func(*timeline.Timeline) {
+	return func(tl *timeline.Timeline) {
+		for i := range tl.Samples {
+			s := &tl.Samples[i]
+			if s.TimeUS >= 336_693 && s.Fields.Has(timeline.FieldLatestRTT) && s.LatestRTTUS > 0 {
+				if n--; n == 0 {
+					s.LatestRTTUS *= 3
+					return
+				}
+			}
 		}
 	}
 }
