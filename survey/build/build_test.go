@@ -281,3 +281,30 @@ func TestBuildPVDistinctAnswersQ2(t *testing.T) {
 		})
 	}
 }
+
+// An instrumented build's repetitions (data/evidence/<impl>/instrumented)
+// are the live findings' evidence, never the live answer's: their scenario
+// is the standard one, and counting them would mix two builds in one row.
+func TestBuildKeepsInstrumentedRunsApart(t *testing.T) {
+	root, mirrors := world(t, "YES")
+	rep := filepath.Join(root, "data", "evidence", "quic-go", InstrumentedDir, "rep1")
+	write(t, filepath.Join(rep, "server.sqlog.gz"), []byte("instrumented trace bytes"))
+	write(t, filepath.Join(rep, "manifest.json"), []byte(`{"implementation":"quic-go","version":"v0.61.0","scenario":"standard",
+		"paths":{"A":{"rtt_us":20000},"B":{"rtt_us":40000}},"result":{"server_trace":"server.sqlog.gz"}}`))
+	an := discriminator.Analysis{Implementation: "quic-go", Trace: "server.sqlog.gz", Format: "quicgo-qlog", Vantage: "server",
+		Migration: discriminator.Migration{Kind: "path-change", AtUS: 5_000_000, Evidence: "path_challenge received"},
+		RTT: discriminator.RTTAttribution{FirstAfterUS: 333000, Attribution: "default"}, Events: []discriminator.Collapse{},
+		Q1: discriminator.Verdict{Answer: "NO"}, Q3: discriminator.Verdict{Answer: "UNKNOWN"}}
+	b, _ := json.Marshal(an)
+	write(t, filepath.Join(rep, "analysis.json"), b)
+	noStudy(t)
+	out := filepath.Join(root, "data", "survey_results.json")
+	s, err := Run(context.Background(), Options{Out: out, RepoRoot: root, Mirrors: mirrors, Only: []string{"quic-go"}, Audit: fakeAudit, AllowPartial: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qg := s.Find("quic-go")
+	if len(qg.Live.Repetitions) != 1 || len(qg.LiveScenarios) != 0 {
+		t.Errorf("live has %d repetitions and %d other scenarios, want the 1 standard repetition alone", len(qg.Live.Repetitions), len(qg.LiveScenarios))
+	}
+}

@@ -54,7 +54,10 @@ func collectRuns(o Options) (map[string][]runRep, map[string][]string, error) {
 		if len(o.Results) == 0 {
 			sub, _ := filepath.Glob(filepath.Join(d, "*", "rep*"))
 			for _, s := range sub {
-				if sc := filepath.Base(filepath.Dir(s)); sc != "spoiled" && !strings.HasPrefix(sc, "rep") {
+				// <impl>/<scenario>/rep*: another scenario's runs; an
+				// instrumented build's runs (InstrumentedDir) are read by
+				// liveFindingsFor only, never counted as the live answer's.
+				if sc := filepath.Base(filepath.Dir(s)); sc != "spoiled" && sc != InstrumentedDir && !strings.HasPrefix(sc, "rep") {
 					reps = append(reps, s)
 				}
 			}
