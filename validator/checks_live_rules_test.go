@@ -85,6 +85,25 @@ func TestBeforeCandidatesOldPathAtMigration(t *testing.T) {
 	}
 }
 
+// quic-go logs its window only when it changes: quic-go rep4 at the pin
+// held 115205 B from before the scope began (4996.522 ms) until the loss at
+// 5046.503 ms, 19 µs before the migration; that carried-in value is the
+// window before the collapse, though no sample in scope shows it.
+func TestBeforeCandidatesCarriedIntoScope(t *testing.T) {
+	const at, from = 5_046_522, 4_996_522
+	w := windowFacts{cwnd: []sample{
+		{T: 187_195, Cwnd: 143_360},
+		{T: 4_990_000, Cwnd: 115_205},
+		{T: 5_046_503, Cwnd: 80_643},
+		{T: 5_088_152, Cwnd: 40_960},
+	}}
+	w.decreases = [][3]int64{{5_046_503, 80_643, 115_205}, {5_088_152, 40_960, 80_643}}
+	got := beforeCandidates(w, from, at, at+2_000_000)
+	if !slices.Contains(got, 115_205) {
+		t.Errorf("candidates %v lack the 115205 B carried into the scope", got)
+	}
+}
+
 // quic-go restarts its estimator without logging the default: the first
 // sample whose smoothed RTT equals its latest RTT is the fresh estimator's.
 func TestRTTFactsFreshEstimator(t *testing.T) {

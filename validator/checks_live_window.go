@@ -227,6 +227,25 @@ func beforeCandidates(w windowFacts, from, at, to int64) []int64 {
 			break
 		}
 	}
+	// A trace that logs the window only when it changes (quic-go's
+	// metrics_updated) carries the value in effect at the scope's start
+	// from before it: with it, the peak in effect from the scope's start
+	// to the migration (or the first decrease after it).
+	for i := len(w.cwnd) - 1; i >= 0; i-- {
+		if w.cwnd[i].T < from {
+			carried := w.cwnd[i].Cwnd
+			for _, end := range []int64{at, firstDec} {
+				peak := carried
+				for _, s := range w.cwnd {
+					if s.T >= from && s.T < end {
+						peak = max(peak, s.Cwnd)
+					}
+				}
+				out = append(out, peak)
+			}
+			break
+		}
+	}
 	// A per-path trace logs the old path's window at the migration instant
 	// beside the new path's first one: that old-path value is still the
 	// window before the collapse.

@@ -293,7 +293,7 @@ func TestBuildKeepsInstrumentedRunsApart(t *testing.T) {
 		"paths":{"A":{"rtt_us":20000},"B":{"rtt_us":40000}},"result":{"server_trace":"server.sqlog.gz"}}`))
 	an := discriminator.Analysis{Implementation: "quic-go", Trace: "server.sqlog.gz", Format: "quicgo-qlog", Vantage: "server",
 		Migration: discriminator.Migration{Kind: "path-change", AtUS: 5_000_000, Evidence: "path_challenge received"},
-		RTT: discriminator.RTTAttribution{FirstAfterUS: 333000, Attribution: "default"}, Events: []discriminator.Collapse{},
+		RTT:       discriminator.RTTAttribution{FirstAfterUS: 333000, Attribution: "default"}, Events: []discriminator.Collapse{},
 		Q1: discriminator.Verdict{Answer: "NO"}, Q3: discriminator.Verdict{Answer: "UNKNOWN"}}
 	b, _ := json.Marshal(an)
 	write(t, filepath.Join(rep, "analysis.json"), b)
