@@ -319,13 +319,10 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	// The server exits by itself once the closed connection is freed (its
 	// qlog is written then); give it time, then SIGINT (it frees the
 	// connection and writes the qlog before exiting).
-	select {
-	case <-srv.Done():
-	case <-time.After(15 * time.Second):
-		res.Notes = append(res.Notes, "server still running 15 s after the client exited: stopped with SIGINT")
-		srv.Stop(syscall.SIGINT, 60*time.Second)
+	srec, note := srv.AwaitExit("server", 15*time.Second, syscall.SIGINT, 60*time.Second)
+	if note != "" {
+		res.Notes = append(res.Notes, note)
 	}
-	srec := srv.Wait(time.Second)
 	res.Processes = []run.Process{srec, crec}
 
 	mu.Lock()

@@ -320,13 +320,10 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	crec := cli.Wait(env.Plan.ClientTimeout)
 	// The server exits once its connection is freed (after the close's
 	// draining period); give it time, then SIGINT.
-	select {
-	case <-srv.Done():
-	case <-time.After(15 * time.Second):
-		res.Notes = append(res.Notes, "server still running 15 s after the client exited: stopped with SIGINT")
-		srv.Stop(syscall.SIGINT, 30*time.Second)
+	srec, note := srv.AwaitExit("server", 15*time.Second, syscall.SIGINT, 30*time.Second)
+	if note != "" {
+		res.Notes = append(res.Notes, note)
 	}
-	srec := srv.Wait(time.Second)
 	res.Processes = []run.Process{srec, crec}
 
 	mu.Lock()

@@ -320,13 +320,10 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	crec := cli.Wait(env.Plan.ClientTimeout)
 	// The server waits up to 10 s for the client's close, then flushes its
 	// trace and exits.
-	select {
-	case <-srv.Done():
-	case <-time.After(20 * time.Second):
-		res.Notes = append(res.Notes, "server still running 20 s after the client exited: stopped with SIGTERM")
-		srv.Stop(syscall.SIGTERM, 10*time.Second)
+	srec, note := srv.AwaitExit("server", 20*time.Second, syscall.SIGTERM, 10*time.Second)
+	if note != "" {
+		res.Notes = append(res.Notes, note)
 	}
-	srec := srv.Wait(time.Second)
 	res.Processes = []run.Process{srec, crec}
 
 	mu.Lock()

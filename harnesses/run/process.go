@@ -180,6 +180,33 @@ func (p *Proc) Wait(d time.Duration) Process {
 	return p.Record()
 }
 
+// AwaitExit waits for a process that exits by itself once its work is done
+// (a server once the client's connection is freed): up to wait, then it
+// Stops it with sig and grace. It returns the record and, when it had to
+// stop it, the note saying so ("" otherwise).
+func (p *Proc) AwaitExit(what string, wait time.Duration, sig syscall.Signal, grace time.Duration) (Process, string) {
+	note := ""
+	select {
+	case <-p.Done():
+	case <-time.After(wait):
+		note = fmt.Sprintf("%s still running %d s after the client exited: stopped with %s", what, int(wait/time.Second), signalName(sig))
+		p.Stop(sig, grace)
+	}
+	return p.Wait(time.Second), note
+}
+
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	}
+	return sig.String()
+}
+
 // Stop sends sig to the process group and waits up to grace for it to exit
 // (programs that flush their traces on SIGINT), then Kills.
 func (p *Proc) Stop(sig syscall.Signal, grace time.Duration) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -266,6 +267,34 @@ func TestAwaitReady(t *testing.T) {
 				t.Fatalf("ready process: %v", err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("got %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// AwaitExit leaves a process that exits by itself alone, and stops one
+// that outlives the wait, saying so in the harnesses' note.
+func TestAwaitExit(t *testing.T) {
+	cases := []struct {
+		name, script string
+		wantNote     string
+	}{
+		{"exits by itself", "exit 0", ""},
+		{"outlives the wait", "sleep 30", "server still running 1 s after the client exited: stopped with SIGTERM"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Start(ProcSpec{Role: "srv", Dir: t.TempDir(), Cmd: exec.Command("sh", "-c", tc.script)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			rec, note := p.AwaitExit("server", time.Second, syscall.SIGTERM, 5*time.Second)
+			if note != tc.wantNote {
+				t.Errorf("note %q, want %q", note, tc.wantNote)
+			}
+			if tc.wantNote != "" && (rec.ExitCode == 0 || time.Since(start) > 10*time.Second) {
+				t.Errorf("record %+v after %v: the process was not stopped", rec, time.Since(start))
 			}
 		})
 	}

@@ -219,13 +219,10 @@ func RunRep(ctx context.Context, env run.RepEnv, sp Spec) (run.RepResult, error)
 	crec := cli.Wait(env.Plan.ClientTimeout)
 	// The server exits when its connection closes (the client closes it
 	// after the FIN).
-	select {
-	case <-srv.Done():
-	case <-time.After(15 * time.Second):
-		res.Notes = append(res.Notes, "server still running 15 s after the client exited: stopped with SIGINT")
-		srv.Stop(syscall.SIGINT, 10*time.Second)
+	srec, note := srv.AwaitExit("server", 15*time.Second, syscall.SIGINT, 10*time.Second)
+	if note != "" {
+		res.Notes = append(res.Notes, note)
 	}
-	srec := srv.Wait(time.Second)
 	res.Processes = []run.Process{srec, crec}
 
 	mu.Lock()
