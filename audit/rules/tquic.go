@@ -129,6 +129,9 @@ var tquicQ2 = &query.Rule{
 		case okS && okM:
 			v.Answer = audit.Yes
 			v.Mechanism = "PATH_RESPONSE seeds the new path's initial RTT from the challenge round trip (try_set_init_rtt)"
+		case act.Answer == audit.NotSupported:
+			v.Answer = audit.NotSupported
+			v.Mechanism = "PATH_RESPONSE takes no RTT from the challenge round trip, and without multipath a validated path never becomes the active path: there is no migration whose RTT it could seed"
 		default:
 			v.Answer = audit.No
 			v.Mechanism = "PATH_RESPONSE does not seed the RTT"
