@@ -96,7 +96,11 @@ var tquicQ1 = &query.Rule{
 			o.Add(x.Evidence(rn.Pos, "assignment", "recovery: "+rn.RHS))
 		}
 		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
-		h := x.Hook("Connection::migrate_path", "public migration API (also exported to C as quic_conn_migrate_path) whose body is a TODO returning Err(InternalError)", []syntax.Def{mp}, x.Calls("migrate_path"))
+		what := "public migration API (also exported to C as quic_conn_migrate_path)"
+		if fm.Answer == audit.NotSupported {
+			what += " whose body is a TODO returning Err(InternalError)"
+		}
+		h := x.Hook("Connection::migrate_path", what, []syntax.Def{mp}, x.Calls("migrate_path"))
 		return append(x.PerRole(audit.Q1, fm, fo), h), nil
 	},
 }
