@@ -171,7 +171,8 @@ var neqoQ3 = &query.Rule{
 		// Loss::migrate call sites (the only place the primary-path flag is cleared on migration).
 		sites := query.Filter(x.File(neqoConn).Calls("migrate"), func(c syntax.Call) bool { return strings.Contains(c.Callee, "loss_recovery.migrate") })
 		inFns := query.Funcs(sites)
-		hmCalls := x.CallsIn(hm, "migrate")
+		// only loss_recovery.migrate() clears the flag (self.paths.migrate does not)
+		hmCalls := query.Filter(x.CallsIn(hm, "migrate"), func(c syntax.Call) bool { return strings.Contains(c.Callee, "loss_recovery.migrate") })
 		// Aspects, when the flag is cleared.
 		var guarded []query.Aspect
 		if c, ok := x.CallIn(oar, "rtt_sample"); ok && strings.Contains(query.GuardText(c.Guards), "on_primary_path()") {
