@@ -265,11 +265,9 @@ var picoQ2PathObjects = &query.Rule{
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		handler, upd, create := n[0], n[1], n[3]
-		calls := query.InFunc(x.Calls(picoUpdateRTT), handler.Name)
-		if len(calls) == 0 {
-			f := x.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
-			f.Evidence = append(f.Evidence, x.Evidence(handler.Pos, "definition", ""))
-			return []audit.Finding{f}, nil
+		calls, none := picoChallengeRTT(x, handler)
+		if none != nil {
+			return none, nil
 		}
 		call := calls[0]
 		f := x.Answer(query.Both, audit.Yes)
@@ -284,13 +282,9 @@ var picoQ2PathObjects = &query.Rule{
 		}
 		if gate != "" {
 		} else if ep := query.ArgFor(call, upd, "epoch"); strings.HasPrefix(strings.TrimSpace(ep), "-") {
-			for _, a := range x.FileOf(upd.Pos).Assigns(upd.Name) {
-				for _, g := range a.Guards {
-					if g.Kind == "if" && strings.Contains(g.Cond, "rtt_is_initialized") && gate == "" {
-						gate = fmt.Sprintf("while the path has no sample (epoch %s, guard `%s`)", ep, g.Cond)
-						f.Evidence = append(f.Evidence, x.Evidence(g.Pos, "guard", g.Cond))
-					}
-				}
+			if g := picoInitGuard(x, upd); g != nil {
+				gate = fmt.Sprintf("while the path has no sample (epoch %s, guard `%s`)", ep, g.Cond)
+				f.Evidence = append(f.Evidence, x.Evidence(g.Pos, "guard", g.Cond))
 			}
 		}
 		if gate == "" {
@@ -311,29 +305,14 @@ var picoQ2Tuples = &query.Rule{
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		handler, upd := n[0], n[1]
-		calls := query.InFunc(x.Calls(picoUpdateRTT), handler.Name)
-		if len(calls) == 0 {
-			f := x.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
-			f.Evidence = append(f.Evidence, x.Evidence(handler.Pos, "definition", ""))
-			return []audit.Finding{f}, nil
+		calls, none := picoChallengeRTT(x, handler)
+		if none != nil {
+			return none, nil
 		}
 		call := calls[0]
 		epochArg := query.ArgFor(call, upd, "epoch")
 		// The guard on the update's body that names rtt_is_initialized.
-		var guard *syntax.Guard
-		uf := x.FileOf(upd.Pos)
-		for _, a := range uf.Assigns(upd.Name) {
-			for i := len(a.Guards) - 1; i >= 0; i-- {
-				if strings.Contains(a.Guards[i].Cond, "rtt_is_initialized") && a.Guards[i].Kind == "if" {
-					g := a.Guards[i]
-					guard = &g
-					break
-				}
-			}
-			if guard != nil {
-				break
-			}
-		}
+		guard := picoInitGuard(x, upd)
 		var setTo1, setTo0 []syntax.Assign
 		for _, a := range x.Assigns("") {
 			if a.Target == "rtt_is_initialized" {
@@ -530,6 +509,32 @@ var picoConstants = &query.Rule{
 		}
 		return out.Result()
 	},
+}
+
+// picoChallengeRTT: the PATH_RESPONSE handler's calls of the RTT update, or
+// the NO finding when it makes none.
+func picoChallengeRTT(x *query.Code, handler syntax.Def) ([]syntax.Call, []audit.Finding) {
+	calls := query.InFunc(x.Calls(picoUpdateRTT), handler.Name)
+	if len(calls) > 0 {
+		return calls, nil
+	}
+	f := x.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
+	f.Evidence = append(f.Evidence, x.Evidence(handler.Pos, "definition", ""))
+	return nil, []audit.Finding{f}
+}
+
+// picoInitGuard is the if-guard in the RTT update that names
+// rtt_is_initialized (the innermost one of the first assignment it guards).
+func picoInitGuard(x *query.Code, upd syntax.Def) *syntax.Guard {
+	for _, a := range x.FileOf(upd.Pos).Assigns(upd.Name) {
+		for i := len(a.Guards) - 1; i >= 0; i-- {
+			if strings.Contains(a.Guards[i].Cond, "rtt_is_initialized") && a.Guards[i].Kind == "if" {
+				g := a.Guards[i]
+				return &g
+			}
+		}
+	}
+	return nil
 }
 
 // picoProvisional is the implementation's provisional (study) initial-window

@@ -1,6 +1,0 @@
-namespace quic {
-struct OutstandingPacketMetadata {
-  TimePoint time;
-  PathIdType pathId{0};
-};
-} // namespace quic

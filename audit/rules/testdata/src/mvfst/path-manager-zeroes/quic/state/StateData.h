@@ -1,5 +1,0 @@
-namespace quic {
-struct QuicConnectionStateBase {
-  uint64_t udpSendPacketLen{kDefaultUDPSendPacketLen};
-};
-} // namespace quic
