@@ -26,6 +26,8 @@ import (
 //
 //	<question> <rule> <role|-> <ANSWER|value> [count=n ...] [~"substring" ...]
 //
+// A case that differs from a sibling in a few files names it in
+// testdata/src/<impl>/<case>.base and holds only the files it changes.
 // A constant's value stands in place of the answer. Counts listed must be
 // equal; substrings must occur in the mechanism or detail. These run in CI
 // without mirrors; -update rewrites the .want files from the audit (review
