@@ -10,7 +10,9 @@ package validator
 // primary path (on_primary_path), so is congestion input (cc_in_flight,
 // cc_outstanding), and Loss::migrate clears that flag of the old packets; the client's migrate and the PATH_RESPONSE that completes a
 // migration call it (migrating YES), the server's handle_migration does not
-// (observing NO) → ASYMMETRIC.
+// (observing NO) → ASYMMETRIC. Before #3520 (8fe27535, 2026-04) the
+// congestion event took the last lost packet whatever its flag: migrating
+// SPLIT → ROLE_DEPENDENT.
 func init() { deciders["neqo"] = decideNeqo }
 
 func decideNeqo(r *reader) map[string]Decision {
@@ -51,6 +53,10 @@ func decideNeqo(r *reader) map[string]Decision {
 	ccGated := r.see(sent, boolLine(sent.find("fn cc_in_flight(&self) -> bool { self.ack_eliciting() && self.on_primary_path()") > 0 &&
 		sent.find("fn cc_outstanding(&self) -> bool { self.ack_eliciting() && self.on_primary_path()") > 0,
 		sent.find("fn cc_in_flight(")), "congestion input (cc_in_flight, cc_outstanding) only for packets sent on the primary path")
+	// The congestion event: since #3520 (2026-04) it starts only from a lost
+	// cc_in_flight packet; before, from the last lost packet whatever its flag.
+	cc := r.file("neqo-transport/src/cc/classic_cc.rs")
+	lossGated := r.has(cc, "rfind(|pkt| pkt.cc_in_flight())", "the congestion event starts only from a lost in-flight packet")
 	// Loss::migrate → each space's migrate → SentPacket::clear_primary_path.
 	space := r.fn("neqo-transport/src/recovery/mod.rs", "    fn migrate(&mut self)")
 	clears := r.has(r.fn("neqo-transport/src/recovery/mod.rs", "pub fn migrate(&mut self)"), "space.migrate()", "Loss::migrate migrates every packet-number space") &&
@@ -64,9 +70,9 @@ func decideNeqo(r *reader) map[string]Decision {
 		switch {
 		case !clears || !calls:
 			return "NO"
-		case gated && ccGated:
+		case gated && ccGated && lossGated:
 			return "YES"
-		case gated || ccGated:
+		case gated || ccGated || lossGated:
 			return "SPLIT"
 		}
 		return "NO"

@@ -6,7 +6,8 @@ package validator
 // path set defaults to is_multipath: false: observing NOT_SUPPORTED. Q1 →
 // NOT_SUPPORTED. Q2: PATH_RESPONSE seeds the validated path's RTT from the
 // challenge round trip (try_set_init_rtt), but without multipath that path
-// never governs the connection → INERT. Q3: nothing migrates, so there is
+// never governs the connection → INERT (before v1.0.0 it seeds nothing, and
+// the path still never becomes active → NOT_SUPPORTED). Q3: nothing migrates, so there is
 // no new path for old-path packets to contaminate → N/A.
 func init() { deciders["tquic"] = decideTquic }
 
@@ -38,6 +39,10 @@ func decideTquic(r *reader) map[string]Decision {
 		out["Q2"] = r.decide("INERT", nil)
 	case seeds:
 		out["Q2"] = r.decide("YES", nil)
+	case neverSwitches:
+		// Before v1.0.0 (#349) the response seeds nothing, and the path
+		// it validates never becomes active either.
+		out["Q2"] = r.decide("NOT_SUPPORTED", nil)
 	default:
 		out["Q2"] = r.decide("NO", nil)
 	}

@@ -26,6 +26,8 @@ import (
 //
 //	<question> <rule> <role|-> <ANSWER|value> [count=n ...] [~"substring" ...]
 //
+// A case that differs from a sibling in a few files names it in
+// testdata/src/<impl>/<case>.base and holds only the files it changes.
 // A constant's value stands in place of the answer. Counts listed must be
 // equal; substrings must occur in the mechanism or detail. These run in CI
 // without mirrors; -update rewrites the .want files from the audit (review
@@ -50,6 +52,29 @@ func readTree(dir string) (map[string]string, error) {
 		return nil
 	})
 	return files, err
+}
+
+// fixtureTree is the case's source tree. A case that varies another states
+// it in <case>.base (the sibling case's name): the base's files are read
+// first and the case's own files replace or add to them.
+func fixtureTree(dir string) (map[string]string, error) {
+	files := map[string]string{}
+	if b, err := os.ReadFile(dir + ".base"); err == nil {
+		base := filepath.Join(filepath.Dir(dir), strings.TrimSpace(string(b)))
+		if files, err = readTree(base); err != nil {
+			return nil, fmt.Errorf("%s.base: %w", dir, err)
+		}
+	} else if !os.IsNotExist(err) {
+		return nil, err
+	}
+	own, err := readTree(dir)
+	if err != nil {
+		return nil, err
+	}
+	for p, text := range own {
+		files[p] = text
+	}
+	return files, nil
 }
 
 // fixtureLine renders a finding the way .want lines state it.
@@ -150,7 +175,7 @@ func TestFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			files, err := readTree(c.dir)
+			files, err := fixtureTree(c.dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/migaudit/migaudit/audit"
@@ -34,11 +35,18 @@ var mvFiles = []string{mvSSM, mvPM, mvClient, mvSFF, mvAck, mvConst, mvCubic, "q
 
 func init() { query.Register("mvfst", mvQ1, mvQ2, mvQ3, mvConstants) }
 
-// mvRTTRestore: what maybeRestoreCongestionControlAndRttStateForCurrentPath does with RTT.
-func mvRestore(x *query.Code, v *query.Verdict) bool {
+// mvRestore: what maybeRestoreCongestionControlAndRttStateForCurrentPath
+// does with RTT. zeroed: without a validation sample it sets srtt = 0us (no
+// sample: the PTO falls back to the initial RTT), as before 451a8a54
+// (2025-12, "Leave the rtt state intact if we don't have a better one").
+func mvRestore(x *query.Code, v *query.Verdict) (found, zeroed bool) {
 	rs, ok := x.Find(query.FuncIn(mvPM, "maybeRestoreCongestionControlAndRttStateForCurrentPath", "QuicPathManager"))
 	if !ok {
-		return false
+		return false, false
+	}
+	if a, ok := x.AssignIn(rs, "srtt", "0us"); ok {
+		v.Add(x.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS+" when no validation sample is known ("+query.GuardText(a.Guards)+")"))
+		zeroed = true
 	}
 	v.Add(x.Evidence(rs.Pos, "definition", "QuicPathManager::maybeRestoreCongestionControlAndRttStateForCurrentPath"))
 	if c, ok := x.CondIn(rs, "kTimeToRetainLastCongestionAndRttState"); ok {
@@ -50,7 +58,7 @@ func mvRestore(x *query.Code, v *query.Verdict) bool {
 	for _, c := range x.CommentsIn(mvPM, rs.Line, rs.EndLine, "leave the current state") {
 		v.Add(x.Evidence(c.Pos, "comment", query.OneLine(c.Context)))
 	}
-	return true
+	return true, zeroed
 }
 
 var mvObservingNeeds = []query.Anchor{query.FuncIn(mvSSM, "onConnectionMigration", ""), query.FuncIn(mvSSM, "maybeNATRebinding", "")}
@@ -75,7 +83,22 @@ func mvObserving(x *query.Code) query.Verdict {
 	if okR {
 		v.Add(x.Evidence(restore.Pos, "call", ""))
 	}
-	okRS := mvRestore(x, &v)
+	okRS, zeroed := mvRestore(x, &v)
+	mvServerContext(x, &v, nat)
+	if okC && okN && okR && okRS && zeroed {
+		v.Answer = audit.Yes
+		v.Mechanism = "onConnectionMigration caches the old controller and RTT, installs a new controller, and re-initialises the RTT: srtt = lrtt = mrtt = the new path's validation sample if known, else srtt = 0us (no sample: the PTO uses the initial RTT)"
+		return v
+	}
+	v.AnswerIf(okC && okN && okR && okRS, audit.ResetKeepsRTT,
+		"onConnectionMigration caches the old controller and RTT, installs a new controller, and keeps the connection-wide RTT estimate unless the new path's validation RTT sample is already known (then srtt = lrtt = mrtt = sample)",
+		"onConnectionMigration shape not recognised")
+	return v
+}
+
+// mvServerContext: the server's NAT-rebinding exemption (maybeNATRebinding)
+// and the disableMigration default, common to both designs.
+func mvServerContext(x *query.Code, v *query.Verdict, nat syntax.Def) {
 	// NAT-rebinding heuristic: port change, or IPv4 within the same /24.
 	if c, ok := x.CondIn(nat, "newIPAddr == oldIPAddr"); ok {
 		v.Add(x.Evidence(c.Pos, "guard", "same IP: "+c.Text+" -> NAT rebinding, state kept"))
@@ -95,10 +118,6 @@ func mvObserving(x *query.Code) query.Verdict {
 	if c, ok := x.LineWith(mvSSM, 1, "conn.transportSettings.disableMigration;"); ok {
 		v.Add(x.Evidence(c, "guard", "migrationDenied when disableMigration"))
 	}
-	v.AnswerIf(okC && okN && okR && okRS, audit.ResetKeepsRTT,
-		"onConnectionMigration caches the old controller and RTT, installs a new controller, and keeps the connection-wide RTT estimate unless the new path's validation RTT sample is already known (then srtt = lrtt = mrtt = sample)",
-		"onConnectionMigration shape not recognised")
-	return v
 }
 
 var mvMigratingNeeds = []query.Anchor{query.FuncIn(mvClient, "migrateConnection", "QuicClientTransportLite"), query.FuncIn(mvClient, "onNetworkSwitch", "QuicClientTransportLite")}
@@ -131,16 +150,46 @@ func mvMigrating(x *query.Code) query.Verdict {
 	if c, ok := x.CondIn(x.Opt(query.FuncIn(mvClient, "startPathProbe", "QuicClientTransportLite")), "peerSupportsActiveConnectionMigration"); ok {
 		v.Add(x.Evidence(c.Pos, "guard", "requires a peer that allows active migration: "+c.Text))
 	}
+	// Before 6a72f745 (2026-04, "Reset congestion control and RTT on
+	// client-side migration") migrateConnection only switched the path.
+	sw, okW := x.CallIn(mc, "switchCurrentPath")
+	if okM && okW && !okN && !okS && !mvTouchesState(x, mc) && !mvTouchesState(x, x.Opt(query.FuncIn(mvPM, "switchCurrentPath", "QuicPathManager"))) {
+		v.Add(x.Evidence(sw.Pos, "call", "the path and socket are switched: "+sw.Text))
+		v.Answer = audit.No
+		v.Mechanism = "migrateConnection switches the current path and socket (switchCurrentPath); neither it nor switchCurrentPath touches the congestion controller or lossState, so both carry over to the new path"
+		return v
+	}
 	v.AnswerIf(okN && okS && okM, audit.ResetKeepsRTT,
 		"migrateConnection installs a new controller but keeps the RTT estimate unless the probe's RTT sample exists — and onNetworkSwitch migrates immediately after starting the probe, before any sample",
 		"migrateConnection shape not recognised")
 	return v
 }
 
-var mvQ1 = &query.Rule{
+// mvTouchesState: def assigns the congestion controller or an RTT field.
+func mvTouchesState(x *query.Code, def syntax.Def) bool {
+	if def.Line == 0 {
+		return false
+	}
+	for _, a := range x.AssignsIn(def) {
+		switch a.Target {
+		case "congestionController", "srtt", "lrtt", "rttvar", "mrtt":
+			return true
+		}
+	}
+	return false
+}
+
+// Q1 per design: since QuicPathManager (8fdea03e, 2025-09) and the client's
+// migrateConnection (93910807, 2025-10) a path manager caches and restores
+// per-path state; before it the server swapped connection-wide state in
+// ServerStateMachine.cpp and the client could only replace its socket.
+var mvQ1 = query.Choose(mvQ1Paths, mvQ1Swap)
+
+var mvQ1Paths = &query.Rule{
 	Name: "mvfst/q1", Question: audit.Q1, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
-	Doc:   "Server onConnectionMigration (NAT-rebinding heuristic, cache/restore, new controller, RTT kept or seeded) and client migrateConnection; disableMigration default.",
-	Needs: query.Join(mvObservingNeeds, mvMigratingNeeds),
+	Design: "QuicPathManager caches and restores per-path state; the client migrates with migrateConnection",
+	Doc:    "Server onConnectionMigration (NAT-rebinding heuristic, cache/restore, new controller, RTT kept or seeded) and client migrateConnection; disableMigration default.",
+	Needs:  query.Join(mvObservingNeeds, mvMigratingNeeds),
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		o := mvObserving(x)
 		m := mvMigrating(x)
@@ -161,18 +210,81 @@ var mvQ1 = &query.Rule{
 	},
 }
 
-var mvQ2 = &query.Rule{
+const mvOldClient = "quic/client/QuicClientTransport.cpp"
+
+var mvQ1Swap = &query.Rule{
+	Name: "mvfst/q1", Question: audit.Q1, Role: query.Both, Files: append([]string{mvOldClient}, mvFiles...), Lang: syntax.Cpp,
+	Design: "before QuicPathManager: the server swaps connection-wide state (resetCongestionAndRttState)",
+	Doc: "Server onConnectionMigration → recoverOrResetCongestionAndRttState → resetCongestionAndRttState (new controller, " +
+		"srtt = 0us) unless NAT rebinding; the client's onNetworkSwitch only replaces the UDP socket.",
+	Needs: []query.Anchor{query.FuncIn(mvSSM, "onConnectionMigration", ""), query.FuncIn(mvSSM, "resetCongestionAndRttState", ""), query.FuncIn(mvSSM, "maybeNATRebinding", "")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		n := x.Needed()
+		ocm, reset, nat := n[0], n[1], n[2]
+		o := query.Verdict{}
+		o.Add(x.Evidence(ocm.Pos, "definition", "onConnectionMigration"))
+		sites := query.Filter(x.File(mvSSM).Calls("onConnectionMigration"), func(c syntax.Call) bool { return c.Func != "onConnectionMigration" })
+		o.Count("onConnectionMigration_call_sites", len(sites))
+		o.Add(x.CallEvidence(sites, "call", "")...)
+		ror := x.CallsIn(ocm, "recoverOrResetCongestionAndRttState")
+		o.Add(x.CallEvidence(ror, "call", "unless NAT rebinding")...)
+		via, okV := x.CallIn(x.Opt(query.FuncIn(mvSSM, "recoverOrResetCongestionAndRttState", "")), "resetCongestionAndRttState")
+		if okV {
+			o.Add(x.Evidence(via.Pos, "call", "when no recent state of that address is cached"))
+		}
+		o.Add(x.Evidence(reset.Pos, "definition", "resetCongestionAndRttState"))
+		newCC, okN := x.AssignIn(reset, "congestionController", "makeCongestionController")
+		zero, okZ := x.AssignIn(reset, "srtt", "0us")
+		if okN {
+			o.Add(x.Evidence(newCC.Pos, "assignment", "new controller"))
+		}
+		if okZ {
+			o.Add(x.Evidence(zero.Pos, "assignment", zero.LHS+" = "+zero.RHS+" (no sample: the PTO uses the initial RTT)"))
+		}
+		mvServerContext(x, &o, nat)
+		o.AnswerIf(len(ror) > 0 && okV && okN && okZ, audit.Yes,
+			"onConnectionMigration (a new address, not NAT rebinding) calls recoverOrResetCongestionAndRttState, which restores the state cached for a recently left address or else runs resetCongestionAndRttState: a new controller and srtt = lrtt = rttvar = 0us",
+			"onConnectionMigration → resetCongestionAndRttState shape not recognised")
+		// The client before migrateConnection: onNetworkSwitch swaps the socket.
+		m := query.Verdict{}
+		ns, ok := x.Lookup(query.FuncIn(mvOldClient, "onNetworkSwitch", "QuicClientTransport"))
+		if !ok {
+			ns, ok = x.Lookup(query.FuncIn(mvClient, "onNetworkSwitch", "QuicClientTransportLite"))
+		}
+		swap, okS := x.AssignIn(ns, "socket_", "newSock")
+		if ok {
+			m.Add(x.Evidence(ns.Pos, "definition", ns.Name))
+		}
+		if okS {
+			m.Add(x.Evidence(swap.Pos, "assignment", "socket_ = "+swap.RHS))
+		}
+		m.AnswerIf(ok && okS && !mvTouchesState(x, ns), audit.No,
+			"the client's onNetworkSwitch replaces the UDP socket and nothing else: the congestion controller and RTT estimate carry over",
+			"client onNetworkSwitch (QuicClientTransport.cpp or QuicClientTransportLite.cpp) not found or not a plain socket swap")
+		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
+		return x.PerRole(audit.Q1, fm, fo), nil
+	},
+}
+
+// Q2 per design: QuicPathManager measures rttSample per path; before it the
+// PATH_RESPONSE case measured from conn.pathChallengeStartTime itself.
+var mvQ2 = query.Choose(mvQ2Paths, mvQ2Conn)
+
+var mvQ2Paths = &query.Rule{
 	Name: "mvfst/q2", Question: audit.Q2, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
-	Doc:   "Is the PATH_RESPONSE round trip (rttSample) used for the new path's RTT?",
-	Needs: []query.Anchor{query.FuncIn(mvSFF, "updateSimpleFrameOnPacketReceived", ""), query.FuncIn(mvPM, "onPathResponseReceived", "QuicPathManager")},
+	Design: "QuicPathManager::onPathResponseReceived measures the path's rttSample",
+	Doc:    "Is the PATH_RESPONSE round trip (rttSample) used for the new path's RTT?",
+	Needs:  []query.Anchor{query.FuncIn(mvSFF, "updateSimpleFrameOnPacketReceived", ""), query.FuncIn(mvPM, "onPathResponseReceived", "QuicPathManager")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		upr, opr := n[0], n[1]
 		v := query.Verdict{}
-		meas, okM := x.AssignIn(opr, "rttSample", "pathValidationTime")
+		// Measured against pathValidationTime (since f99529db, 2026-05) or
+		// Clock::now() (before): either way a duration_cast from the challenge's send time.
+		meas, okM := x.AssignIn(opr, "rttSample", "duration_cast")
 		use, okU := x.CallIn(upr, "updateRtt", "rttSample")
 		if okM {
-			v.Add(x.Evidence(meas.Pos, "assignment", "rttSample = "+meas.RHS+" (PATH_CHALLENGE send to PATH_RESPONSE)"))
+			v.Add(x.Evidence(meas.Pos, "assignment", "rttSample = "+query.OneLine(meas.RHS)+" (PATH_CHALLENGE send to PATH_RESPONSE)"))
 		}
 		if okU {
 			v.Add(x.Evidence(use.Pos, "call", use.Text+" ("+query.GuardText(use.Guards)+")"))
@@ -184,13 +296,60 @@ var mvQ2 = &query.Rule{
 			}
 		}
 		v.Add(seeds...)
-		if okM && okU {
+		switch {
+		case okM && okU:
 			v.Answer = audit.Yes
-			v.Mechanism = "the PATH_CHALLENGE→PATH_RESPONSE delay (rttSample) is fed to updateRtt when the current path is validated, and seeds srtt/lrtt/mrtt if known when switching"
+			v.Mechanism = "the PATH_CHALLENGE→PATH_RESPONSE delay (rttSample) is fed to updateRtt when the current path is validated"
+			if len(seeds) > 0 {
+				v.Mechanism += ", and seeds srtt/lrtt/mrtt if known when switching"
+			}
 			v.Note("It is fed as an RTT sample into the carried-over estimator (srtt = 7/8 old + 1/8 sample, mrtt = min(old, sample)), which RFC 9002 §6.2.2 advises against (\"SHOULD NOT be considered an RTT sample\").")
-		} else {
+		case okM || okU || len(seeds) > 0:
+			v.Answer = audit.Unknown
+			v.Mechanism = fmt.Sprintf("the validation round trip's use not recognised: measurement found %v, updateRtt with it %v, %d seeds at a switch", okM, okU, len(seeds))
+		default:
 			v.Answer = audit.No
 			v.Mechanism = "the validation round trip is not used for RTT"
+		}
+		return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
+	},
+}
+
+var mvQ2Conn = &query.Rule{
+	Name: "mvfst/q2", Question: audit.Q2, Role: query.Both, Files: mvFiles, Lang: syntax.Cpp,
+	Design: "before QuicPathManager: the PATH_RESPONSE case measures from conn.pathChallengeStartTime",
+	Doc:    "The PATH_RESPONSE case of updateSimpleFrameOnPacketReceived: sampleRtt = now - pathChallengeStartTime fed to updateRtt.",
+	Needs:  []query.Anchor{query.FuncIn(mvSFF, "updateSimpleFrameOnPacketReceived", "")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		upr := x.Needed()[0]
+		v := query.Verdict{}
+		var meas syntax.Assign
+		okM := false
+		for _, a := range x.AssignsIn(upr) {
+			if strings.Contains(a.RHS, "pathChallengeStartTime") {
+				meas, okM = a, true
+				break
+			}
+		}
+		var use syntax.Call
+		okU := false
+		if okM {
+			v.Add(x.Evidence(meas.Pos, "assignment", meas.Target+" = "+query.OneLine(meas.RHS)+" (PATH_CHALLENGE send to PATH_RESPONSE)"))
+			use, okU = x.CallIn(upr, "updateRtt", meas.Target)
+		}
+		if okU {
+			v.Add(x.Evidence(use.Pos, "call", use.Text))
+		}
+		switch {
+		case okM && okU:
+			v.Answer = audit.Yes
+			v.Mechanism = "the PATH_RESPONSE case measures the challenge round trip (" + meas.Target + ") and feeds it to updateRtt: after a reset (srtt = 0us) it is the path's first RTT sample"
+		case okM:
+			v.Answer = audit.Unknown
+			v.Mechanism = "the challenge round trip is measured (" + meas.Target + ") but its use is not recognised"
+		default:
+			v.Answer = audit.No
+			v.Mechanism = "the PATH_RESPONSE case measures no round trip (no use of pathChallengeStartTime)"
 		}
 		return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
 	},
@@ -224,20 +383,29 @@ var mvQ3 = &query.Rule{
 				pathUses++
 			}
 		}
+		rttWhy := "updateRtt from any newly acked packet; AckHandlers.cpp never reads the packet's pathId"
+		if _, ok := x.LineWith("quic/state/OutstandingPacket.h", 1, "PathIdType pathId{"); !ok {
+			rttWhy = "updateRtt from any newly acked packet; a sent packet records no path"
+		}
 		var as []query.Aspect
 		if c, ok := x.CallIn(ack, "updateRtt"); ok {
-			as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "updateRtt from any newly acked packet; AckHandlers.cpp never reads the packet's pathId", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", query.GuardText(c.Guards))}})
+			as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: rttWhy, Ev: []audit.Evidence{x.Evidence(c.Pos, "call", query.GuardText(c.Guards))}})
 		}
 		why := "AckHandlers.cpp reads no pathId: acks and losses of old-path packets reach the new controller"
+		mech := "no path attribution: OutstandingPacket.metadata.pathId is recorded but ACK and loss processing ignore it"
 		var ev []audit.Evidence
 		if pos, ok := x.LineWith("quic/state/OutstandingPacket.h", 1, "PathIdType pathId{"); ok {
 			ev = append(ev, x.Evidence(pos, "definition", "OutstandingPacket metadata records pathId"))
+		} else {
+			// Before QuicPathManager a sent packet records no path at all.
+			why = "a sent packet records no path (OutstandingPacket has no pathId): acks and losses of old-path packets reach the new controller"
+			mech = "no path attribution: sent packets record no path, and ACK and loss processing are connection-wide"
 		}
 		if pos, ok := x.LineWith("quic/loss/QuicLossFunctions.cpp", 1, "pkt.metadata.pathId"); ok {
 			ev = append(ev, x.Evidence(pos, "reference", "its only reader: simple-frame loss handling (path challenges), not congestion control"))
 		}
 		as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: why, Ev: ev}, query.Aspect{Name: "loss", Answer: audit.No, Why: why, Ev: ev}, query.Aspect{Name: "inflight", Answer: audit.No, Why: "inflight bytes are connection-wide (lossState.inflightBytes), not per path", Ev: ev})
-		f, aux := x.Q3(query.Both, "no path attribution: OutstandingPacket.metadata.pathId is recorded but ACK and loss processing ignore it", as)
+		f, aux := x.Q3(query.Both, mech, as)
 		f.Counts["pathId_uses_in_ack_handlers"] = pathUses
 		return append([]audit.Finding{f}, aux...), nil
 	},

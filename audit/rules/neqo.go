@@ -171,7 +171,8 @@ var neqoQ3 = &query.Rule{
 		// Loss::migrate call sites (the only place the primary-path flag is cleared on migration).
 		sites := query.Filter(x.File(neqoConn).Calls("migrate"), func(c syntax.Call) bool { return strings.Contains(c.Callee, "loss_recovery.migrate") })
 		inFns := query.Funcs(sites)
-		hmCalls := x.CallsIn(hm, "migrate")
+		// only loss_recovery.migrate() clears the flag (self.paths.migrate does not)
+		hmCalls := query.Filter(x.CallsIn(hm, "migrate"), func(c syntax.Call) bool { return strings.Contains(c.Callee, "loss_recovery.migrate") })
 		// Aspects, when the flag is cleared.
 		var guarded []query.Aspect
 		if c, ok := x.CallIn(oar, "rtt_sample"); ok && strings.Contains(query.GuardText(c.Guards), "on_primary_path()") {
@@ -187,7 +188,7 @@ var neqoQ3 = &query.Rule{
 		}
 		guarded = append(guarded,
 			aspect("growth", "acked packets not cc_outstanding (off the primary path) are skipped before the window grows", acked, "cc_outstanding()"),
-			aspect("loss", "lost packets not cc_in_flight are ignored by the congestion controller", lost, "cc_in_flight()"),
+			neqoLossAspect(x, lost),
 			aspect("inflight", "only cc_in_flight packets are added to / removed from bytes in flight", sent, "cc_in_flight()"))
 		for i := range guarded {
 			guarded[i].Ev = append(guarded[i].Ev, x.Evidence(lm.Pos, "definition", "Loss::migrate clears the primary-path flag of every tracked packet"))
@@ -291,4 +292,30 @@ var neqoConstants = &query.Rule{
 		}
 		return out, nil
 	},
+}
+
+// neqoLossAspect: is the packet that starts the congestion event chosen among
+// cc_in_flight packets? An `if pkt.cc_in_flight()` around the bytes-in-flight
+// update is not enough: until #3520 (8fe27535, 2026-04) on_congestion_event
+// took the last lost packet whatever its primary-path flag.
+func neqoLossAspect(x *query.Code, lost syntax.Def) query.Aspect {
+	call, ok := x.CallIn(lost, "on_congestion_event")
+	if !ok || len(call.Args) == 0 {
+		return query.Aspect{Name: "loss", Answer: audit.Unknown, Why: "no on_congestion_event(packet, …) call in " + lost.Name, Ev: []audit.Evidence{x.Evidence(lost.Pos, "definition", "")}}
+	}
+	arg := strings.TrimPrefix(strings.TrimSpace(call.Args[0].Text), "&")
+	for _, pat := range []string{"let Some(" + arg + ")", "let " + arg + " ="} {
+		pos, found := x.LineWith(lost.Path, lost.Line, pat)
+		if !found || pos.Line > call.Line {
+			continue
+		}
+		b, _ := x.Src.ReadFile(lost.Path)
+		lines := strings.Split(string(b), "\n")
+		text := strings.Join(lines[pos.Line-1:min(pos.Line+1, len(lines))], " ")
+		if strings.Contains(text, "cc_in_flight()") {
+			return query.Aspect{Name: "loss", Answer: audit.Yes, Why: "the congestion event starts only from a lost cc_in_flight packet (" + arg + ")", Ev: []audit.Evidence{x.Evidence(pos, "assignment", query.OneLine(lines[pos.Line-1]))}}
+		}
+		return query.Aspect{Name: "loss", Answer: audit.No, Why: "on_congestion_event takes " + arg + " whether or not it is cc_in_flight: an old-path loss starts a congestion event on the new path", Ev: []audit.Evidence{x.Evidence(pos, "assignment", query.OneLine(lines[pos.Line-1])), x.Evidence(call.Pos, "call", call.Text)}}
+	}
+	return query.Aspect{Name: "loss", Answer: audit.Unknown, Why: "where " + arg + " (the congestion event's packet) comes from is not recognised", Ev: []audit.Evidence{x.Evidence(call.Pos, "call", call.Text)}}
 }

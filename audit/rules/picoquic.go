@@ -35,6 +35,10 @@ func init() {
 // it, a new address got its own path object, promoted on validation.
 var picoTuples = query.Type("picoquic_tuple_t").Hint("before 2025-03 picoquic creates a path object per address and promotes it on validation")
 
+// picoPathObjects are the anchors of the design before tuples: a path object
+// is created per address and promoted to path[0] once validated.
+var picoPathObjects = []query.Anchor{query.FuncIn("picoquic/quicctx.c", "picoquic_promote_path_to_default", ""), query.FuncIn("picoquic/quicctx.c", "picoquic_create_path", "")}
+
 // Q1 per design: with tuples the path keeps its congestion state and the
 // reset notification is the only way back (never dispatched); before tuples
 // the promotion runs alg_init on a fresh path.
@@ -44,7 +48,7 @@ var picoPromotePath = &query.Rule{
 	Name: "picoquic/reset-notification", Question: audit.Q1, Role: query.Both, Files: picoFiles, Design: "a path object per address, promoted on validation",
 	Doc: "A packet from a new address creates a new path object (picoquic_create_path: its own RTT estimator and " +
 		"window); once validated, picoquic_promote_path_to_default runs the algorithm's alg_init on it and swaps it into path[0].",
-	Needs: []query.Anchor{query.FuncIn("picoquic/quicctx.c", "picoquic_promote_path_to_default", ""), query.FuncIn("picoquic/quicctx.c", "picoquic_create_path", "")},
+	Needs: picoPathObjects,
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		promote, create := n[0], n[1]
@@ -247,38 +251,68 @@ var picoPathValidation = &query.Rule{
 	},
 }
 
-var picoQ2 = &query.Rule{
-	Name: "picoquic/q2-challenge-rtt", Question: audit.Q2, Role: query.Both, Files: picoFiles,
+// Q2 per design: with tuples the challenge round trip reaches a path that
+// already has a sample (INERT); before, it reaches the new path object,
+// which has none.
+var picoQ2 = query.Choose(picoQ2Tuples, picoQ2PathObjects)
+
+var picoQ2PathObjects = &query.Rule{
+	Name: "picoquic/q2-challenge-rtt", Question: audit.Q2, Role: query.Both, Files: picoFiles, Design: "a path object per address, promoted on validation",
+	Doc: "The PATH_RESPONSE handler's RTT update and its gate (smoothed_rtt == PICOQUIC_INITIAL_RTT at the call, or " +
+		"!rtt_is_initialized in picoquic_update_path_rtt with epoch -1): it seeds a path that has no sample, and the " +
+		"path being validated is a new path object (picoquic_create_path), which has none.",
+	Needs: append([]query.Anchor{query.Func(picoPathResponse), query.Func(picoUpdateRTT)}, picoPathObjects...),
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		n := x.Needed()
+		handler, upd, create := n[0], n[1], n[3]
+		calls, none := picoChallengeRTT(x, handler)
+		if none != nil {
+			return none, nil
+		}
+		call := calls[0]
+		f := x.Answer(query.Both, audit.Yes)
+		f.Counts["challenge_rtt_calls"] = len(calls)
+		f.Evidence = append(f.Evidence, x.Evidence(call.Pos, "call", "RTT from the challenge round trip"))
+		gate := ""
+		for _, g := range call.Guards {
+			if gate == "" && (strings.Contains(g.Cond, "PICOQUIC_INITIAL_RTT") || strings.Contains(g.Cond, "rtt_is_initialized")) {
+				gate = "while the path has no sample (`" + query.OneLine(g.Cond) + "`)"
+				f.Evidence = append(f.Evidence, x.Evidence(g.Pos, "guard", g.Cond))
+			}
+		}
+		if gate != "" {
+		} else if ep := query.ArgFor(call, upd, "epoch"); strings.HasPrefix(strings.TrimSpace(ep), "-") {
+			if g := picoInitGuard(x, upd); g != nil {
+				gate = fmt.Sprintf("while the path has no sample (epoch %s, guard `%s`)", ep, g.Cond)
+				f.Evidence = append(f.Evidence, x.Evidence(g.Pos, "guard", g.Cond))
+			}
+		}
+		if gate == "" {
+			gate = "as an RTT sample"
+		}
+		f.Evidence = append(f.Evidence, x.Evidence(create.Pos, "definition", "a new address's path object starts with no RTT sample"))
+		f.Mechanism = "a new address gets its own path object (" + create.Name + ", no RTT sample); the PATH_RESPONSE handler seeds that path's RTT from the challenge round trip " + gate
+		return []audit.Finding{f}, nil
+	},
+}
+
+var picoQ2Tuples = &query.Rule{
+	Name: "picoquic/q2-challenge-rtt", Question: audit.Q2, Role: query.Both, Files: picoFiles, Design: "tuples inside one path object",
 	Doc: "Finds the PATH_RESPONSE handler's RTT update, its epoch argument, and the guard in " +
 		"picoquic_update_path_rtt: with epoch < 0 the update runs only when !rtt_is_initialized, which is " +
 		"never cleared on a path that already has a sample (INERT).",
-	Needs: []query.Anchor{query.Func(picoPathResponse), query.Func(picoUpdateRTT)},
+	Needs: []query.Anchor{query.Func(picoPathResponse), query.Func(picoUpdateRTT), picoTuples},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		handler, upd := n[0], n[1]
-		calls := query.InFunc(x.Calls(picoUpdateRTT), handler.Name)
-		if len(calls) == 0 {
-			f := x.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
-			f.Evidence = append(f.Evidence, x.Evidence(handler.Pos, "definition", ""))
-			return []audit.Finding{f}, nil
+		calls, none := picoChallengeRTT(x, handler)
+		if none != nil {
+			return none, nil
 		}
 		call := calls[0]
 		epochArg := query.ArgFor(call, upd, "epoch")
 		// The guard on the update's body that names rtt_is_initialized.
-		var guard *syntax.Guard
-		uf := x.FileOf(upd.Pos)
-		for _, a := range uf.Assigns(upd.Name) {
-			for i := len(a.Guards) - 1; i >= 0; i-- {
-				if strings.Contains(a.Guards[i].Cond, "rtt_is_initialized") && a.Guards[i].Kind == "if" {
-					g := a.Guards[i]
-					guard = &g
-					break
-				}
-			}
-			if guard != nil {
-				break
-			}
-		}
+		guard := picoInitGuard(x, upd)
 		var setTo1, setTo0 []syntax.Assign
 		for _, a := range x.Assigns("") {
 			if a.Target == "rtt_is_initialized" {
@@ -319,13 +353,63 @@ var picoQ2 = &query.Rule{
 	},
 }
 
-var picoQ3 = &query.Rule{
-	Name: "picoquic/q3-attribution", Question: audit.Q3, Role: query.Both, Files: picoFiles,
+// Q3 per design: tuples share one path object's estimators; path objects
+// per address keep their own.
+var picoQ3 = query.Choose(picoQ3Tuples, picoQ3PathObjects)
+
+var picoQ3PathObjects = &query.Rule{
+	Name: "picoquic/q3-attribution", Question: audit.Q3, Role: query.Both, Files: picoFiles, Design: "a path object per address, promoted on validation",
+	Doc: "Each address has its own path object (RTT estimator and congestion state); ACK RTT samples and " +
+		"acknowledgement notifications go to the path the acknowledged packet was sent on (acked_path), losses to its send_path.",
+	Needs: append([]query.Anchor{query.Func(picoPathResponse), query.Func(picoUpdateRTT)}, picoPathObjects...),
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		n := x.Needed()
+		handler, upd, create := n[0], n[1], n[3]
+		var keyed, hints, other []syntax.Call
+		for _, c := range x.Calls(picoUpdateRTT) {
+			ep := query.ArgFor(c, upd, "epoch")
+			g := query.GuardText(c.Guards)
+			switch {
+			case len(c.Args) > 1 && strings.Contains(c.Args[1].Text, "acked_path"):
+				keyed = append(keyed, c)
+			case c.Func == handler.Name || strings.HasPrefix(strings.TrimSpace(ep), "-") || strings.Contains(g, "PICOQUIC_INITIAL_RTT") || strings.Contains(g, "cnx_state < picoquic_state_ready"):
+				hints = append(hints, c) // challenge and handshake hints, not ACK samples
+			default:
+				other = append(other, c)
+			}
+		}
+		ackNotify := query.Filter(x.Calls(picoNotifyField), func(c syntax.Call) bool { return len(c.Args) > 1 && strings.Contains(c.Args[1].Text, "acked_path") })
+		lossNotify := query.Filter(x.Calls(picoNotifyField), func(c syntax.Call) bool { return len(c.Args) > 1 && strings.Contains(c.Args[1].Text, "send_path") })
+		f := x.Answer(query.Both, audit.Yes)
+		f.Counts["ack_rtt_samples_by_acked_path"] = len(keyed)
+		f.Counts["ack_notifications_by_acked_path"] = len(ackNotify)
+		f.Counts["loss_notifications_by_send_path"] = len(lossNotify)
+		f.Counts["unclassified_rtt_updates"] = len(other)
+		f.Evidence = append(f.Evidence, x.Evidence(create.Pos, "definition", "a path object (own RTT estimator and congestion state) per address"))
+		f.Evidence = append(f.Evidence, x.CallEvidence(keyed, "call", "RTT sample for the path the acked packet was sent on")...)
+		f.Evidence = append(f.Evidence, x.CallEvidence(ackNotify, "call", "acknowledgement notified to the sending path")...)
+		f.Evidence = append(f.Evidence, x.CallEvidence(lossNotify, "call", "loss notified to the sending path")...)
+		if len(keyed) == 0 || len(ackNotify) == 0 || len(other) > 0 {
+			f.Answer = audit.Unknown
+			f.Mechanism = fmt.Sprintf("RTT samples keyed by acked_path %d, other RTT updates %d, acknowledgements notified by acked_path %d", len(keyed), len(other), len(ackNotify))
+			return []audit.Finding{f}, nil
+		}
+		f.Mechanism = fmt.Sprintf("a new address gets a new path object, and ACK processing feeds the path each acknowledged packet was sent on (%s, %s by acked_path", query.Plural(len(keyed), "RTT sample site"), query.Plural(len(ackNotify), "acknowledgement notification"))
+		if len(lossNotify) > 0 {
+			f.Mechanism += ", " + query.Plural(len(lossNotify), "loss notification") + " by send_path"
+		}
+		f.Mechanism += "): old-path packets feed the old path object, not the new one"
+		return []audit.Finding{f}, nil
+	},
+}
+
+var picoQ3Tuples = &query.Rule{
+	Name: "picoquic/q3-attribution", Question: audit.Q3, Role: query.Both, Files: picoFiles, Design: "tuples inside one path object",
 	Doc: "Migration promotes a tuple inside the same path object; ACK-derived RTT samples and " +
 		"congestion notifications are keyed by path, so nothing separates old-tuple packets from new.",
-	Needs: []query.Anchor{query.Func(picoPathResponse)},
+	Needs: []query.Anchor{query.Func(picoPathResponse), query.Func(picoUpdateRTT), picoTuples},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		handler := x.Needed()[0]
+		handler, upd := x.Needed()[0], x.Needed()[1]
 		hf := x.FileOf(handler.Pos)
 		promote := query.Filter(hf.Assigns(handler.Name), func(a syntax.Assign) bool { return a.Target == "first_tuple" })
 		created := query.InFunc(x.Calls("picoquic_create_path"), handler.Name)
@@ -333,7 +417,7 @@ var picoQ3 = &query.Rule{
 		// challenge hints), and whether any is filtered by tuple.
 		var samples, tupleGuarded []syntax.Call
 		for _, c := range x.Calls(picoUpdateRTT) {
-			if c.Func == handler.Name || len(c.Args) < 3 || strings.HasPrefix(strings.TrimSpace(c.Args[2].Text), "-") {
+			if c.Func == handler.Name || strings.HasPrefix(strings.TrimSpace(query.ArgFor(c, upd, "epoch")), "-") {
 				continue
 			}
 			samples = append(samples, c)
@@ -425,6 +509,32 @@ var picoConstants = &query.Rule{
 		}
 		return out.Result()
 	},
+}
+
+// picoChallengeRTT: the PATH_RESPONSE handler's calls of the RTT update, or
+// the NO finding when it makes none.
+func picoChallengeRTT(x *query.Code, handler syntax.Def) ([]syntax.Call, []audit.Finding) {
+	calls := query.InFunc(x.Calls(picoUpdateRTT), handler.Name)
+	if len(calls) > 0 {
+		return calls, nil
+	}
+	f := x.Finding(audit.No, "PATH_RESPONSE handler takes no RTT sample")
+	f.Evidence = append(f.Evidence, x.Evidence(handler.Pos, "definition", ""))
+	return nil, []audit.Finding{f}
+}
+
+// picoInitGuard is the if-guard in the RTT update that names
+// rtt_is_initialized (the innermost one of the first assignment it guards).
+func picoInitGuard(x *query.Code, upd syntax.Def) *syntax.Guard {
+	for _, a := range x.FileOf(upd.Pos).Assigns(upd.Name) {
+		for i := len(a.Guards) - 1; i >= 0; i-- {
+			if strings.Contains(a.Guards[i].Cond, "rtt_is_initialized") && a.Guards[i].Kind == "if" {
+				g := a.Guards[i]
+				return &g
+			}
+		}
+	}
+	return nil
 }
 
 // picoProvisional is the implementation's provisional (study) initial-window

@@ -96,7 +96,11 @@ var tquicQ1 = &query.Rule{
 			o.Add(x.Evidence(rn.Pos, "assignment", "recovery: "+rn.RHS))
 		}
 		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
-		h := x.Hook("Connection::migrate_path", "public migration API (also exported to C as quic_conn_migrate_path) whose body is a TODO returning Err(InternalError)", []syntax.Def{mp}, x.Calls("migrate_path"))
+		what := "public migration API (also exported to C as quic_conn_migrate_path)"
+		if fm.Answer == audit.NotSupported {
+			what += " whose body is a TODO returning Err(InternalError)"
+		}
+		h := x.Hook("Connection::migrate_path", what, []syntax.Def{mp}, x.Calls("migrate_path"))
 		return append(x.PerRole(audit.Q1, fm, fo), h), nil
 	},
 }
@@ -129,6 +133,9 @@ var tquicQ2 = &query.Rule{
 		case okS && okM:
 			v.Answer = audit.Yes
 			v.Mechanism = "PATH_RESPONSE seeds the new path's initial RTT from the challenge round trip (try_set_init_rtt)"
+		case act.Answer == audit.NotSupported:
+			v.Answer = audit.NotSupported
+			v.Mechanism = "PATH_RESPONSE takes no RTT from the challenge round trip, and without multipath a validated path never becomes the active path: there is no migration whose RTT it could seed"
 		default:
 			v.Answer = audit.No
 			v.Mechanism = "PATH_RESPONSE does not seed the RTT"

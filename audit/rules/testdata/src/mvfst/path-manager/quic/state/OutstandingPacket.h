@@ -1,0 +1,6 @@
+namespace quic {
+struct OutstandingPacketMetadata {
+  TimePoint time;
+  PathIdType pathId{0};
+};
+} // namespace quic

@@ -1,0 +1,5 @@
+namespace quic {
+struct QuicConnectionStateBase {
+  uint64_t udpSendPacketLen{kDefaultUDPSendPacketLen};
+};
+} // namespace quic
