@@ -63,17 +63,23 @@ func aioNoReset(x *query.Code, v *query.Verdict) bool {
 
 var aioQ1 = &query.Rule{
 	Name: "aioquic/q1", Question: audit.Q1, Role: query.Both, Files: aioFiles,
-	Doc:   "Where are the recovery state's RTT and controller assigned (only __init__?), and what does a path promotion or CID change do?",
-	Needs: []query.Anchor{query.FuncIn(aioConn, "receive_datagram", "QuicConnection"), query.FuncIn(aioConn, "__init__", "QuicNetworkPath"), query.FuncIn(aioConn, "change_connection_id", "QuicConnection")},
+	Doc: "Where are the recovery state's RTT and controller assigned (only __init__?), and what does a path promotion or CID change do?",
+	// QuicNetworkPath was a @dataclass (class-level fields, no __init__)
+	// until 1.1; the class is the anchor, its __init__ only lists fields.
+	Needs: []query.Anchor{query.FuncIn(aioConn, "receive_datagram", "QuicConnection"), query.Type("QuicNetworkPath"), query.FuncIn(aioConn, "change_connection_id", "QuicConnection")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		rd, np, cci := n[0], n[1], n[2]
 		base := query.Verdict{}
 		var fields []string
-		for _, a := range x.AssignsIn(np) {
-			fields = append(fields, a.Target)
+		if ini, ok := x.Lookup(query.FuncIn(aioConn, "__init__", "QuicNetworkPath")); ok {
+			for _, a := range x.AssignsIn(ini) {
+				fields = append(fields, a.Target)
+			}
+			base.Add(x.Evidence(ini.Pos, "definition", "QuicNetworkPath holds only: "+strings.Join(fields, ", ")))
+		} else {
+			base.Add(x.Evidence(np.Pos, "definition", "QuicNetworkPath: a dataclass of the peer address, anti-amplification counters and challenges"))
 		}
-		base.Add(x.Evidence(np.Pos, "definition", "QuicNetworkPath holds only: "+strings.Join(fields, ", ")))
 		noReset := aioNoReset(x, &base)
 		// Observing: path promotion.
 		o := base
