@@ -19,11 +19,31 @@ func decideQuinn(r *reader) map[string]Decision {
 	r.body(local, "local_address_changed (the client's Rebind)")
 	keeps := local.ok() && local.find("PathData::") == 0 && local.find("self.path.reset(") == 0 && local.find("self.path =") == 0
 	r.see(local, boolLine(keeps, local.start), "local_address_changed keeps the PathData")
+	if !local.ok() {
+		// Before 0.11 there is no local_address_changed: Endpoint::rebind
+		// swaps the socket and pings each connection, which keeps its PathData.
+		rebind := r.fn("quinn/src/endpoint.rs", "pub fn rebind(&self, socket: std::net::UdpSocket)")
+		if r.body(rebind, "Endpoint::rebind (the client's Rebind before 0.11)") {
+			keeps = rebind.find("PathData") == 0 && rebind.find("local_address_changed") == 0
+			r.see(rebind, boolLine(keeps, rebind.find("ConnectionEvent::Ping")), "Endpoint::rebind only pings the connections")
+			local = rebind
+		}
+	}
 	mig := r.fn(conn, "fn migrate(&mut self, now: Instant, remote: SocketAddr)")
 	fresh := r.has(mig, "PathData::new(", "Connection::migrate builds a fresh PathData for a new remote IP")
-	newFn := r.fn(paths, "pub(super) fn new(")
+	newFn := r.fnAny(paths, "pub(super) fn new(", "pub fn new(")
 	rttInit := r.has(newFn, "rtt: RttEstimator::new(config.initial_rtt)", "PathData::new: RTT at config.initial_rtt")
 	ccInit := r.has(newFn, ".congestion_controller_factory", "PathData::new: controller from the factory")
+	if !rttInit && !ccInit {
+		// Before 0.11 migrate passes the initial RTT and a fresh controller in.
+		rttInit = r.has(newFn, "rtt: RttEstimator::new(initial_rtt)", "PathData::new: RTT from its initial_rtt argument")
+		call := mig.inner("PathData::new(")
+		if !call.ok() {
+			call = mig.span("PathData::new(", "};")
+		}
+		rttInit = rttInit && r.has(call, "self.config.initial_rtt", "Connection::migrate passes config.initial_rtt")
+		ccInit = r.has(call, ".congestion_controller_factory", "Connection::migrate passes a controller from the factory")
+	}
 	roles := map[string]string{"migrating": "UNKNOWN", "observing": "UNKNOWN"}
 	if local.ok() {
 		roles["migrating"] = map[bool]string{true: "NO", false: "UNKNOWN"}[keeps]
@@ -49,7 +69,14 @@ func decideQuinn(r *reader) map[string]Decision {
 		out["Q2"] = r.decide("NO", nil)
 	}
 
-	gen := r.has(r.fn(paths, "fn remove_in_flight("), "packet.path_generation != self.generation", "in-flight bytes of other path generations ignored")
+	rif := r.fn(paths, "fn remove_in_flight(")
+	gen := rif.find("packet.path_generation != self.generation") > 0
+	if gen {
+		r.has(rif, "packet.path_generation != self.generation", "in-flight bytes of other path generations ignored")
+	} else {
+		// 0.11.0 to 0.11.x: packets numbered before the path's first packet are ignored.
+		gen = r.has(rif, "self.first_packet.map_or(true, |first| first > pn)", "in-flight bytes of packets sent before the path's first packet ignored")
+	}
 	c := r.file(conn)
 	sample := c.inner("if new_largest && ack_eliciting_acked {")
 	r.has(sample, "self.path.rtt.update(", "RTT sample on a new largest acknowledged packet")

@@ -56,6 +56,9 @@ func quinnObserving(x *query.Code) query.Verdict {
 	}
 	if okC {
 		v.Add(x.Evidence(ccNew.Pos, "assignment", "congestion: fresh controller from the factory"))
+	} else if okF && strings.Contains(fresh.Text, "congestion_controller_factory") && strings.Contains(fresh.Text, ".build(") {
+		// before 0.11 migrate builds the controller and passes it to PathData::new
+		okC = true
 	}
 	if okF && okR && strings.Contains(rttNew.RHS, "RttEstimator::new") && okC {
 		v.Answer = audit.Yes
@@ -112,45 +115,90 @@ func quinnMigrating(x *query.Code) query.Verdict {
 	return v
 }
 
-var quinnQ1 = &query.Rule{
-	Name: "quinn/q1", Question: audit.Q1, Role: query.Both, Files: quinnFiles,
-	Doc:   "Per role: does a migration build fresh RTT/CC state (PathData::new) or keep it (from_previous, Rebind)? Also the public path_changed() hook and its call sites.",
-	Needs: query.Join(quinnObservingNeeds, quinnMigratingNeeds),
-	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		obs := quinnObserving(x)
-		mig := quinnMigrating(x)
-		reset, ok3 := x.Find(query.FuncIn(quinnPaths, "reset", "PathData"))
-		if !ok3 {
-			return x.Absence()
-		}
-		fo := x.RoleFinding(audit.Q1, query.Observing, obs)
-		fm := x.RoleFinding(audit.Q1, query.Migrating, mig)
-		out := x.PerRole(audit.Q1, fm, fo)
-		// Hooks: the public Connection::path_changed and PathData::reset behind it.
-		h := x.Hook("Connection::path_changed", "public API documented to reset the congestion controller, RTT estimator and MTU discovery",
-			x.Set.Funcs("path_changed"), x.Calls("path_changed"))
-		for _, a := range x.AssignsIn(reset) {
-			h.Evidence = append(h.Evidence, x.Evidence(a.Pos, "assignment", "PathData::reset assigns "+a.LHS))
-		}
-		exposed := 0
-		for _, f := range x.Set {
-			if strings.HasPrefix(f.Path, "quinn/src/") {
-				for _, m := range f.Mentions("path_changed") {
-					if m.Kind != syntax.MentionComment && m.Kind != syntax.MentionString {
-						exposed++
-					}
+var quinnRebindNeeds = []query.Anchor{query.FuncIn("quinn/src/endpoint.rs", "rebind", "Endpoint")}
+
+// quinnRebinding: the client's Rebind before 0.11, which has no
+// local_address_changed: Endpoint::rebind swaps the socket and sends every
+// connection a ConnectionEvent::Ping; quinn-proto never hears of the move.
+func quinnRebinding(x *query.Code) query.Verdict {
+	v := query.Verdict{}
+	rb := x.Defs(quinnRebindNeeds...)[0]
+	v.Add(x.Evidence(rb.Pos, "definition", "Endpoint::rebind (the client's Rebind)"))
+	calls := x.AllCallsIn(rb)
+	pings := query.Filter(calls, func(c syntax.Call) bool { return strings.Contains(c.Text, "ConnectionEvent::Ping") })
+	v.Add(x.CallEvidence(pings, "call", "every connection only gets a ping")...)
+	if hit := x.Touches(rb, "local_address_changed", "migrate", "PathData", "rtt", "congestion"); len(hit) > 0 {
+		v.Answer = audit.Unknown
+		v.Mechanism = "Endpoint::rebind touches " + strings.Join(hit, ", ") + ": a design this rule does not read"
+		return v
+	}
+	if len(pings) == 0 {
+		v.Answer = audit.Unknown
+		v.Mechanism = "Endpoint::rebind sends no ConnectionEvent::Ping: a design this rule does not read"
+		return v
+	}
+	v.Answer = audit.No
+	v.Mechanism = "client Rebind -> Endpoint::rebind swaps the UDP socket and sends each connection a ConnectionEvent::Ping: the connection's PathData (RTT estimator, controller) is kept"
+	return v
+}
+
+// quinn changed its client side in 0.11: before, Endpoint::rebind pings
+// (no local_address_changed) and bytes in flight are connection-wide
+// (Connection::remove_in_flight); since, local_address_changed rotates the
+// CID and PathData::remove_in_flight keeps other paths' packets out.
+const (
+	quinnDesignLocal  = "0.11+: Rebind calls local_address_changed; in-flight bytes per PathData"
+	quinnDesignRebind = "before 0.11: Endpoint::rebind pings; in-flight bytes connection-wide"
+)
+
+var quinnQ1 = query.Choose(quinnQ1For(quinnDesignLocal, quinnMigratingNeeds, quinnMigrating), quinnQ1For(quinnDesignRebind, quinnRebindNeeds, quinnRebinding))
+
+func quinnQ1For(design string, migNeeds []query.Anchor, migrating func(*query.Code) query.Verdict) *query.Rule {
+	return &query.Rule{
+		Name: "quinn/q1", Question: audit.Q1, Role: query.Both, Files: quinnFiles, Design: design,
+		Doc:   "Per role: does a migration build fresh RTT/CC state (PathData::new) or keep it (from_previous, Rebind)? Also the public path_changed() hook and its call sites.",
+		Needs: query.Join(quinnObservingNeeds, migNeeds),
+		Decide: func(x *query.Code) ([]audit.Finding, error) {
+			return quinnQ1Decide(x, migrating)
+		},
+	}
+}
+
+func quinnQ1Decide(x *query.Code, migrating func(*query.Code) query.Verdict) ([]audit.Finding, error) {
+	obs := quinnObserving(x)
+	mig := migrating(x)
+	fo := x.RoleFinding(audit.Q1, query.Observing, obs)
+	fm := x.RoleFinding(audit.Q1, query.Migrating, mig)
+	out := x.PerRole(audit.Q1, fm, fo)
+	// PathData::reset (behind path_changed) arrived in 0.11.9; before, there is no hook to report.
+	reset, hasReset := x.Lookup(query.FuncIn(quinnPaths, "reset", "PathData"))
+	if !hasReset {
+		return out, nil
+	}
+	// Hooks: the public Connection::path_changed and PathData::reset behind it.
+	h := x.Hook("Connection::path_changed", "public API documented to reset the congestion controller, RTT estimator and MTU discovery",
+		x.Set.Funcs("path_changed"), x.Calls("path_changed"))
+	for _, a := range x.AssignsIn(reset) {
+		h.Evidence = append(h.Evidence, x.Evidence(a.Pos, "assignment", "PathData::reset assigns "+a.LHS))
+	}
+	exposed := 0
+	for _, f := range x.Set {
+		if strings.HasPrefix(f.Path, "quinn/src/") {
+			for _, m := range f.Mentions("path_changed") {
+				if m.Kind != syntax.MentionComment && m.Kind != syntax.MentionString {
+					exposed++
 				}
 			}
 		}
-		h.Counts["mentions_in_quinn_crate"] = exposed
-		if exposed == 0 {
-			h.Detail = "Public only on quinn_proto::Connection: the high-level quinn crate neither calls nor re-exposes it, and quinn's own Rebind path (local_address_changed) does not use it."
-		}
-		out = append(out, h)
-		resetCalls := query.Filter(x.Calls("reset"), func(c syntax.Call) bool { return c.Callee == "self.path.reset" })
-		out = append(out, x.Hook("PathData::reset", "assigns rtt and congestion and resets MTU discovery", []syntax.Def{reset}, resetCalls))
-		return out, nil
-	},
+	}
+	h.Counts["mentions_in_quinn_crate"] = exposed
+	if exposed == 0 {
+		h.Detail = "Public only on quinn_proto::Connection: the high-level quinn crate neither calls nor re-exposes it, and quinn's own Rebind path (local_address_changed) does not use it."
+	}
+	out = append(out, h)
+	resetCalls := query.Filter(x.Calls("reset"), func(c syntax.Call) bool { return c.Callee == "self.path.reset" })
+	out = append(out, x.Hook("PathData::reset", "assigns rtt and congestion and resets MTU discovery", []syntax.Def{reset}, resetCalls))
+	return out, nil
 }
 
 var quinnQ2 = &query.Rule{
@@ -179,68 +227,90 @@ var quinnQ2 = &query.Rule{
 	},
 }
 
-var quinnQ3 = &query.Rule{
-	Name: "quinn/q3", Question: audit.Q3, Role: query.Both, Files: quinnFiles,
-	Doc:   "Which of RTT, congestion growth, loss reduction and bytes in flight are gated by the packet's path generation?",
-	Needs: query.Join([]query.Anchor{query.FuncIn(quinnPaths, "remove_in_flight", "PathData"), query.FuncIn(quinnConn, "on_packet_acked", ""), query.FuncIn(quinnConn, "on_ack_received", ""), query.FuncIn(quinnConn, "detect_lost_packets", "")}, quinnMigratingNeeds),
-	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		n := x.Needed()
-		rif, acked, ackr, lost := n[0], n[1], n[2], n[3]
-		var as []query.Aspect
-		// bytes in flight: PathData::remove_in_flight returns early for
-		// another generation (pin), or for packet numbers below the path's
-		// first_packet watermark (0.11.x): either keeps old-path packets out.
-		marker := ""
-		if c, ok := x.CondIn(rif, "path_generation", "generation"); ok {
-			marker = "per-packet path generation (SentPacket.path_generation)"
-			if _, ok := x.Lookup(query.Field("SentPacket", "path_generation")); !ok {
-				marker = "path generation"
-			}
-			as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "PathData::remove_in_flight ignores packets of another path generation", Ev: []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}})
-		} else if c, ok := x.CondIn(rif, "first_packet", "pn"); ok {
-			marker = "first-packet watermark (PathData.first_packet)"
-			as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "PathData::remove_in_flight ignores packets numbered before the path's first_packet watermark (`" + c.Text + "`)", Ev: []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}})
-		} else {
-			as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "remove_in_flight has no path-generation gate", Ev: []audit.Evidence{x.Evidence(rif.Pos, "definition", "")}})
-		}
-		// growth: on_ack only while no path validation is pending.
-		if c, ok := x.CallIn(acked, "on_ack"); ok {
-			g := query.GuardText(c.Guards)
-			switch {
-			case strings.Contains(g, "generation"):
-				as = append(as, query.Aspect{Name: "growth", Answer: audit.Yes, Why: "on_ack gated by path generation", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
-			case strings.Contains(g, "challenge.is_none()"):
-				as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "partial: old-path ACKs are kept from on_ack only while the new path is being validated (`" + g + "`), not after", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
-			default:
-				as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "on_ack ungated", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
-			}
-		}
-		// loss: a congestion event only when the current path's in-flight count changed.
-		ce, okCE := x.CallIn(lost, "on_congestion_event")
-		la, okLA := x.AssignIn(lost, "lost_ack_eliciting", "in_flight")
-		if okCE && okLA && strings.Contains(query.GuardText(ce.Guards), "lost_ack_eliciting") {
-			as = append(as, query.Aspect{Name: "loss", Answer: audit.Yes, Why: "on_congestion_event only if the current path's bytes in flight changed, which old-path packets never do", Ev: []audit.Evidence{x.Evidence(la.Pos, "assignment", la.LHS+" = "+la.RHS), x.Evidence(ce.Pos, "call", query.GuardText(ce.Guards))}})
-		} else if okCE {
-			as = append(as, query.Aspect{Name: "loss", Answer: audit.No, Why: "on_congestion_event ungated", Ev: []audit.Evidence{x.Evidence(ce.Pos, "call", query.GuardText(ce.Guards))}})
-		}
-		// RTT: rtt.update in on_ack_received.
-		if c, ok := x.CallIn(ackr, "update", "rtt.update"); ok {
-			g := query.GuardText(c.Guards)
-			if strings.Contains(g, "generation") || strings.Contains(g, "path") {
-				as = append(as, query.Aspect{Name: "rtt", Answer: audit.Yes, Why: "rtt.update gated by path", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+var quinnQ3 = query.Choose(
+	quinnQ3For(quinnDesignLocal, query.FuncIn(quinnPaths, "remove_in_flight", "PathData"), quinnMigratingNeeds, quinnMigrating),
+	quinnQ3For(quinnDesignRebind, query.FuncIn(quinnConn, "remove_in_flight", "Connection"), quinnRebindNeeds, quinnRebinding))
+
+func quinnQ3For(design string, rifAnchor query.Anchor, migNeeds []query.Anchor, migrating func(*query.Code) query.Verdict) *query.Rule {
+	return &query.Rule{
+		Name: "quinn/q3", Question: audit.Q3, Role: query.Both, Files: quinnFiles, Design: design,
+		Doc:   "Which of RTT, congestion growth, loss reduction and bytes in flight are gated by the packet's path generation?",
+		Needs: query.Join([]query.Anchor{rifAnchor, query.FuncIn(quinnConn, "on_packet_acked", ""), query.FuncIn(quinnConn, "on_ack_received", ""), query.FuncIn(quinnConn, "detect_lost_packets", "")}, migNeeds),
+		Decide: func(x *query.Code) ([]audit.Finding, error) {
+			n := x.Needed()
+			rif, acked, ackr, lost := n[0], n[1], n[2], n[3]
+			var as []query.Aspect
+			// bytes in flight: PathData::remove_in_flight returns early for
+			// another generation (pin), or for packet numbers below the path's
+			// first_packet watermark (0.11.x): either keeps old-path packets out.
+			// Before 0.11 the count is the connection's (Connection::remove_in_flight).
+			perPath := rif.Path == quinnPaths
+			marker := ""
+			if !perPath {
+				a, ok := x.AssignIn(rif, "in_flight.bytes")
+				ev := []audit.Evidence{x.Evidence(rif.Pos, "definition", "Connection::remove_in_flight")}
+				if ok {
+					ev = append(ev, x.Evidence(a.Pos, "assignment", a.LHS+" -= "+a.RHS))
+				}
+				as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "bytes in flight are the connection's (Connection::remove_in_flight), shared by the old and the new path", Ev: ev})
+			} else if c, ok := x.CondIn(rif, "path_generation", "generation"); ok {
+				marker = "per-packet path generation (SentPacket.path_generation)"
+				if _, ok := x.Lookup(query.Field("SentPacket", "path_generation")); !ok {
+					marker = "path generation"
+				}
+				as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "PathData::remove_in_flight ignores packets of another path generation", Ev: []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}})
+			} else if c, ok := x.CondIn(rif, "first_packet", "pn"); ok {
+				marker = "first-packet watermark (PathData.first_packet)"
+				as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "PathData::remove_in_flight ignores packets numbered before the path's first_packet watermark (`" + c.Text + "`)", Ev: []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}})
 			} else {
-				as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "self.path.rtt.update is gated only by `" + g + "`: a late ACK of an old-path packet feeds the new path's estimator", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+				as = append(as, query.Aspect{Name: "inflight", Answer: audit.No, Why: "remove_in_flight has no path-generation gate", Ev: []audit.Evidence{x.Evidence(rif.Pos, "definition", "")}})
 			}
-		}
-		// Migrating endpoint: the client keeps its PathData, so there is no new path to protect.
-		mv := quinnMigrating(x)
-		mv.Mechanism = "the client keeps the same PathData across a Rebind (no new path generation), so old-path packets keep feeding its RTT and congestion state"
-		obs := "no per-packet path marker in PathData::remove_in_flight"
-		if marker != "" {
-			obs = marker + " checked in PathData::remove_in_flight"
-		}
-		return x.Q3PerRole(obs, as, mv), nil
-	},
+			// growth: on_ack only while no path validation is pending.
+			if c, ok := x.CallIn(acked, "on_ack"); ok {
+				g := query.GuardText(c.Guards)
+				switch {
+				case strings.Contains(g, "generation"):
+					as = append(as, query.Aspect{Name: "growth", Answer: audit.Yes, Why: "on_ack gated by path generation", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+				case strings.Contains(g, "challenge.is_none()"):
+					as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "partial: old-path ACKs are kept from on_ack only while the new path is being validated (`" + g + "`), not after", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+				default:
+					as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "on_ack ungated", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+				}
+			}
+			// loss: a congestion event only when the current path's in-flight count changed.
+			ce, okCE := x.CallIn(lost, "on_congestion_event")
+			la, okLA := x.AssignIn(lost, "lost_ack_eliciting", "in_flight")
+			if okCE && okLA && strings.Contains(query.GuardText(ce.Guards), "lost_ack_eliciting") && !strings.Contains(la.RHS, "path.in_flight") {
+				as = append(as, query.Aspect{Name: "loss", Answer: audit.No, Why: "on_congestion_event when the connection's bytes in flight changed (`" + la.RHS + "`), which old-path packets do", Ev: []audit.Evidence{x.Evidence(la.Pos, "assignment", la.LHS+" = "+la.RHS), x.Evidence(ce.Pos, "call", query.GuardText(ce.Guards))}})
+			} else if okCE && okLA && strings.Contains(query.GuardText(ce.Guards), "lost_ack_eliciting") {
+				as = append(as, query.Aspect{Name: "loss", Answer: audit.Yes, Why: "on_congestion_event only if the current path's bytes in flight changed, which old-path packets never do", Ev: []audit.Evidence{x.Evidence(la.Pos, "assignment", la.LHS+" = "+la.RHS), x.Evidence(ce.Pos, "call", query.GuardText(ce.Guards))}})
+			} else if okCE {
+				as = append(as, query.Aspect{Name: "loss", Answer: audit.No, Why: "on_congestion_event ungated", Ev: []audit.Evidence{x.Evidence(ce.Pos, "call", query.GuardText(ce.Guards))}})
+			}
+			// RTT: rtt.update in on_ack_received.
+			if c, ok := x.CallIn(ackr, "update", "rtt.update"); ok {
+				g := query.GuardText(c.Guards)
+				if strings.Contains(g, "generation") || strings.Contains(g, "path") {
+					as = append(as, query.Aspect{Name: "rtt", Answer: audit.Yes, Why: "rtt.update gated by path", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+				} else {
+					as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "self.path.rtt.update is gated only by `" + g + "`: a late ACK of an old-path packet feeds the new path's estimator", Ev: []audit.Evidence{x.Evidence(c.Pos, "call", g)}})
+				}
+			}
+			// Migrating endpoint: the client keeps its PathData, so there is no new path to protect.
+			mv := migrating(x)
+			if mv.Answer == audit.No {
+				mv.Mechanism = "the client keeps the same PathData across a Rebind (no new path generation), so old-path packets keep feeding its RTT and congestion state"
+			}
+			obs := "no per-packet path marker in PathData::remove_in_flight"
+			switch {
+			case !perPath:
+				obs = "one connection-wide count of bytes in flight and no per-packet path marker"
+			case marker != "":
+				obs = marker + " checked in PathData::remove_in_flight"
+			}
+			return x.Q3PerRole(obs, as, mv), nil
+		},
+	}
 }
 
 var quinnConstants = &query.Rule{
