@@ -17,10 +17,21 @@ func decideS2nQuic(r *reader) map[string]Decision {
 	out := map[string]Decision{}
 	const pathMod, mgr = "quic/s2n-quic-transport/src/path/mod.rs", "quic/s2n-quic-transport/src/path/manager.rs"
 	inPlace := r.has(r.file(pathMod).inner("if Config::ENDPOINT_TYPE.is_client() {"), "self.handle.maybe_update(", "a client updates its one path's handle in place")
+	if !inPlace {
+		// Before Path::on_datagram_received: the manager finds a client's
+		// path by the remote address alone, so a local change keeps it.
+		eq := r.fn(pathMod, "fn eq_by_handle(").inner("if Config::ENDPOINT_TYPE.is_client()")
+		inPlace = r.has(eq, "Handle::eq(&self.handle.remote_address(), &handle.remote_address())", "a client's path is found by the remote address alone")
+	}
 	hcm := r.fn(mgr, "fn handle_connection_migration<")
 	r.body(hcm, "handle_connection_migration (server)")
 	newRTT := r.has(hcm, ".for_new_path(limits.initial_round_trip_time())", "the new path's RTT estimator starts at the initial RTT")
 	carried := r.has(r.fn("quic/s2n-quic-core/src/recovery/rtt_estimator.rs", "pub fn for_new_path("), "Self::new_with_max_ack_delay(self.max_ack_delay, initial_rtt)", "for_new_path carries only max_ack_delay")
+	if !newRTT && hcm.find("RttEstimator::new(self.active_path().rtt_estimator.max_ack_delay())") > 0 {
+		// Before for_new_path: a new estimator that starts at DEFAULT_INITIAL_RTT.
+		newRTT = r.has(hcm, "RttEstimator::new(self.active_path().rtt_estimator.max_ack_delay())", "the new path's RTT estimator is new, carrying only max_ack_delay")
+		carried = r.has(r.fn("quic/s2n-quic-core/src/recovery/rtt_estimator.rs", "pub fn new(max_ack_delay: Duration)"), "let smoothed_rtt = DEFAULT_INITIAL_RTT;", "RttEstimator::new starts at DEFAULT_INITIAL_RTT")
+	}
 	newCC := r.has(hcm, "new_congestion_controller(path_info)", "the new path gets a new controller")
 	newPath := r.has(hcm, "Path::new(", "handle_connection_migration builds a new Path")
 	roles := map[string]string{"migrating": "UNKNOWN", "observing": "UNKNOWN"}

@@ -29,12 +29,16 @@ var s2nFiles = []string{s2nManager, s2nPath, s2nRecov, s2nRTT, s2nCubic, s2nMTU,
 
 func init() { query.Register("s2n-quic", s2nQ1, s2nQ2, s2nQ3, s2nConstants) }
 
-var s2nObservingNeeds = []query.Anchor{query.FuncIn(s2nManager, "handle_connection_migration", ""), query.FuncIn(s2nManager, "on_datagram_received", ""), query.FuncIn(s2nRTT, "for_new_path", "RttEstimator")}
+var s2nObservingNeeds = []query.Anchor{query.FuncIn(s2nManager, "handle_connection_migration", ""), query.FuncIn(s2nManager, "on_datagram_received", "")}
 
+// s2nObserving: the server's handle_connection_migration. The new path's
+// estimator is RttEstimator::for_new_path(initial_round_trip_time) since
+// 1.3x; before, RttEstimator::new(max_ack_delay), which starts every field
+// at DEFAULT_INITIAL_RTT.
 func s2nObserving(x *query.Code) query.Verdict {
 	v := query.Verdict{}
 	d := x.Defs(s2nObservingNeeds...)
-	hcm, odr, fnp := d[0], d[1], d[2]
+	hcm, odr := d[0], d[1]
 	v.Add(x.Evidence(hcm.Pos, "definition", "path::Manager::handle_connection_migration"))
 	sites := x.CallsIn(odr, "handle_connection_migration")
 	v.Count("handle_connection_migration_call_sites", len(x.Calls("handle_connection_migration")))
@@ -51,12 +55,26 @@ func s2nObserving(x *query.Code) query.Verdict {
 	rtt, okR := x.AssignIn(hcm, "rtt", "for_new_path(")
 	cc, okC := x.AssignIn(hcm, "cc", "new_congestion_controller(")
 	np, okN := x.CallIn(hcm, "new", "Path::new")
-	inner, okI := x.CallIn(fnp, "new_with_max_ack_delay")
-	if okR {
+	fresh := "for_new_path(initial_round_trip_time)"
+	var okI bool
+	if fnp, ok := x.Lookup(query.FuncIn(s2nRTT, "for_new_path", "RttEstimator")); ok && okR {
 		v.Add(x.Evidence(rtt.Pos, "assignment", "rtt = "+rtt.RHS))
-	}
-	if okI {
-		v.Add(x.Evidence(inner.Pos, "call", "for_new_path carries only max_ack_delay: "+inner.Text))
+		inner, ok := x.CallIn(fnp, "new_with_max_ack_delay")
+		if ok {
+			v.Add(x.Evidence(inner.Pos, "call", "for_new_path carries only max_ack_delay: "+inner.Text))
+		}
+		okI = ok && strings.Contains(inner.Text, "initial_rtt")
+	} else if a, ok := x.AssignIn(hcm, "rtt", "RttEstimator::new("); ok {
+		okR = true
+		v.Add(x.Evidence(a.Pos, "assignment", "rtt = "+a.RHS))
+		fresh = "RttEstimator::new(max_ack_delay)"
+		if nd, ok := x.Lookup(query.FuncIn(s2nRTT, "new", "RttEstimator")); ok {
+			if init, ok := x.AssignIn(nd, "smoothed_rtt", "DEFAULT_INITIAL_RTT"); ok {
+				v.Add(x.Evidence(init.Pos, "assignment", "RttEstimator::new: "+init.LHS+" = "+init.RHS))
+				fresh += ", which starts at DEFAULT_INITIAL_RTT"
+				okI = true
+			}
+		}
 	}
 	if okC {
 		v.Add(x.Evidence(cc.Pos, "assignment", "cc = "+cc.RHS))
@@ -64,9 +82,9 @@ func s2nObserving(x *query.Code) query.Verdict {
 	if okN {
 		v.Add(x.Evidence(np.Pos, "call", "new Path with that RTT estimator and controller"))
 	}
-	if okR && okC && okN && okI && strings.Contains(inner.Text, "initial_rtt") {
+	if okR && okC && okN && okI {
 		v.Answer = audit.Yes
-		v.Mechanism = "per-path state: handle_connection_migration creates a new Path whose RttEstimator is for_new_path(initial_round_trip_time) and whose controller is new_congestion_controller(path_info)"
+		v.Mechanism = "per-path state: handle_connection_migration creates a new Path whose RttEstimator is " + fresh + " and whose controller is new_congestion_controller(path_info)"
 	} else {
 		v.Answer = audit.No
 		v.Mechanism = "handle_connection_migration does not build fresh RTT/CC state"
@@ -92,6 +110,37 @@ func s2nObserving(x *query.Code) query.Verdict {
 
 var s2nMigratingNeeds = []query.Anchor{query.FuncIn(s2nPath, "on_datagram_received", "Path")}
 
+// Before Path::on_datagram_received (1.5x), path::Manager looks a datagram's
+// path up with Path::eq_by_handle, which for a client compares the remote
+// address only: a client whose local address changed finds its one Path.
+var s2nLookupNeeds = []query.Anchor{query.FuncIn(s2nPath, "eq_by_handle", "Path")}
+
+const (
+	s2nDesignPath   = "Path::on_datagram_received updates a client's handle in place"
+	s2nDesignLookup = "before Path::on_datagram_received: a client's path found by remote address (Path::eq_by_handle)"
+)
+
+func s2nClientLookup(x *query.Code) query.Verdict {
+	v := query.Verdict{}
+	eq := x.Defs(s2nLookupNeeds...)[0]
+	c, ok := x.CondIn(eq, "is_client()")
+	var api []syntax.Call
+	for _, n := range []string{"migrate", "rebind", "local_address_changed", "path_changed"} {
+		api = append(api, x.Calls(n)...)
+	}
+	v.Count("client_migration_api_calls", len(api))
+	if ok {
+		v.Add(x.Evidence(c.Pos, "guard", c.Text))
+	}
+	if mu, okM := x.CallIn(x.Opt(query.FuncIn(s2nManager, "on_datagram_received", "")), "maybe_update"); okM {
+		v.Add(x.Evidence(mu.Pos, "call", "the found path's handle updated in place"))
+	}
+	v.AnswerIf(ok && len(api) == 0 && len(x.Touches(eq, "remote_address")) > 0, audit.No,
+		"no client migration API: a client's datagrams are matched to its Path by the remote address only (Path::eq_by_handle under is_client()), so a local address change keeps the single Path, RTT and controller untouched",
+		"client-side path lookup not recognised")
+	return v
+}
+
 func s2nMigrating(x *query.Code) query.Verdict {
 	v := query.Verdict{}
 	odr := x.Defs(s2nMigratingNeeds...)[0]
@@ -110,19 +159,27 @@ func s2nMigrating(x *query.Code) query.Verdict {
 	return v
 }
 
-var s2nQ1 = &query.Rule{
-	Name: "s2n-quic/q1", Question: audit.Q1, Role: query.Both, Files: s2nFiles,
-	Doc:   "Server: handle_connection_migration builds a new Path with for_new_path RTT and a new controller; the port-only MAY is a marked TODO. Client: no migration API, path handle updated in place.",
-	Needs: query.Join(s2nObservingNeeds, s2nMigratingNeeds),
-	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		o := s2nObserving(x)
-		m := s2nMigrating(x)
-		fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
-		hcm := x.Opt(query.FuncIn(s2nManager, "handle_connection_migration", ""))
-		h := x.Hook("path::Manager::handle_connection_migration", "creates the new Path with fresh RTT estimator and controller", []syntax.Def{hcm},
-			query.Filter(x.Calls("handle_connection_migration"), func(c syntax.Call) bool { return c.Func != "handle_connection_migration" }))
-		return append(x.PerRole(audit.Q1, fm, fo), h), nil
-	},
+var s2nQ1 = query.Choose(s2nQ1For(s2nDesignPath, s2nMigratingNeeds, s2nMigrating), s2nQ1For(s2nDesignLookup, s2nLookupNeeds, s2nClientLookup))
+
+func s2nQ1For(design string, migNeeds []query.Anchor, migrating func(*query.Code) query.Verdict) *query.Rule {
+	return &query.Rule{
+		Name: "s2n-quic/q1", Question: audit.Q1, Role: query.Both, Files: s2nFiles, Design: design,
+		Doc:   "Server: handle_connection_migration builds a new Path with a fresh RTT estimator and a new controller; the port-only MAY is a marked TODO. Client: no migration API, path handle updated in place.",
+		Needs: query.Join(s2nObservingNeeds, migNeeds),
+		Decide: func(x *query.Code) ([]audit.Finding, error) {
+			o := s2nObserving(x)
+			m := migrating(x)
+			fm, fo := x.RoleFinding(audit.Q1, query.Migrating, m), x.RoleFinding(audit.Q1, query.Observing, o)
+			hcm := x.Opt(query.FuncIn(s2nManager, "handle_connection_migration", ""))
+			what := "creates the new Path with fresh RTT estimator and controller"
+			if o.Answer != audit.Yes {
+				what = "creates the new Path (" + o.Mechanism + ")"
+			}
+			h := x.Hook("path::Manager::handle_connection_migration", what, []syntax.Def{hcm},
+				query.Filter(x.Calls("handle_connection_migration"), func(c syntax.Call) bool { return c.Func != "handle_connection_migration" }))
+			return append(x.PerRole(audit.Q1, fm, fo), h), nil
+		},
+	}
 }
 
 var s2nQ2 = &query.Rule{
@@ -138,47 +195,60 @@ var s2nQ2 = &query.Rule{
 			v.Answer, v.Mechanism = audit.Yes, "PATH_RESPONSE handling touches "+strings.Join(hit, ", ")
 		} else {
 			v.Answer, v.Mechanism = audit.No, "PATH_RESPONSE marks the path validated (and unblocks amplification); the new path's RttEstimator keeps initial_round_trip_time"
+			if _, ok := x.Lookup(query.FuncIn(s2nRTT, "for_new_path", "RttEstimator")); !ok {
+				v.Mechanism = "PATH_RESPONSE marks the path validated (and unblocks amplification); the new path's RttEstimator keeps its initial RTT"
+			}
 		}
 		return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
 	},
 }
 
-var s2nQ3 = &query.Rule{
-	Name: "s2n-quic/q3", Question: audit.Q3, Role: query.Both, Files: s2nFiles,
-	Doc:   "RTT, growth, loss and bytes in flight attributed by the packet's path_id.",
-	Needs: query.Join([]query.Anchor{query.FuncIn(s2nRecov, "update_congestion_control", ""), query.FuncIn(s2nRecov, "process_new_acked_packets", ""), query.FuncIn(s2nRecov, "remove_lost_packets", "")}, s2nMigratingNeeds),
-	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		n := x.Needed()
-		ucc, pna, rlp := n[0], n[1], n[2]
-		var as []query.Aspect
-		if a, ok := x.AssignIn(ucc, "should_update_rtt", "path_id"); ok {
-			as = append(as, query.Aspect{Name: "rtt", Answer: audit.Yes, Why: "should_update_rtt &= current path == path of the largest newly acked packet", Ev: []audit.Evidence{x.Evidence(a.Pos, "assignment", a.LHS+" "+a.Op+" "+a.RHS)}})
-		} else {
-			as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "RTT update not gated by path", Ev: []audit.Evidence{x.Evidence(ucc.Pos, "definition", "")}})
-		}
-		if c, ok := x.CondIn(pna, "path_id == current_path_id"); ok {
-			ev := []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}
-			if oa, ok := x.CallIn(pna, "on_ack"); ok {
-				ev = append(ev, x.Evidence(oa.Pos, "call", "other paths' packets go to their own controller: "+query.GuardText(oa.Guards)))
+var s2nQ3 = query.Choose(s2nQ3For(s2nDesignPath, s2nMigratingNeeds, s2nMigrating), s2nQ3For(s2nDesignLookup, s2nLookupNeeds, s2nClientLookup))
+
+func s2nQ3For(design string, migNeeds []query.Anchor, migrating func(*query.Code) query.Verdict) *query.Rule {
+	return &query.Rule{
+		Name: "s2n-quic/q3", Question: audit.Q3, Role: query.Both, Files: s2nFiles, Design: design,
+		Doc:   "RTT, growth, loss and bytes in flight attributed by the packet's path_id.",
+		Needs: query.Join([]query.Anchor{query.FuncIn(s2nRecov, "update_congestion_control", ""), query.FuncIn(s2nRecov, "process_new_acked_packets", ""), query.FuncIn(s2nRecov, "remove_lost_packets", "")}, migNeeds),
+		Decide: func(x *query.Code) ([]audit.Finding, error) {
+			n := x.Needed()
+			ucc, pna, rlp := n[0], n[1], n[2]
+			var as []query.Aspect
+			if a, ok := x.AssignIn(ucc, "should_update_rtt", "path_id"); ok {
+				as = append(as, query.Aspect{Name: "rtt", Answer: audit.Yes, Why: "should_update_rtt &= current path == path of the largest newly acked packet", Ev: []audit.Evidence{x.Evidence(a.Pos, "assignment", a.LHS+" "+a.Op+" "+a.RHS)}})
+			} else {
+				as = append(as, query.Aspect{Name: "rtt", Answer: audit.No, Why: "RTT update not gated by path", Ev: []audit.Evidence{x.Evidence(ucc.Pos, "definition", "")}})
 			}
-			as = append(as, query.Aspect{Name: "growth", Answer: audit.Yes, Why: "acked bytes count for the current path's controller only when sent on it; others are credited to their own path", Ev: ev})
-		} else {
-			as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "acked bytes not attributed by path", Ev: []audit.Evidence{x.Evidence(pna.Pos, "definition", "")}})
-		}
-		if c, ok := x.CallIn(rlp, "path_mut_by_id", "sent_info.path_id"); ok {
-			ev := []audit.Evidence{x.Evidence(c.Pos, "call", "loss charged to the path the packet was sent on")}
-			if pl, ok := x.CallIn(rlp, "on_packet_lost"); ok {
-				ev = append(ev, x.Evidence(pl.Pos, "call", "on_packet_lost of that path's controller"))
+			if c, ok := x.CondIn(pna, "path_id == current_path_id"); ok {
+				ev := []audit.Evidence{x.Evidence(c.Pos, "guard", c.Text)}
+				if oa, ok := x.CallIn(pna, "on_ack"); ok {
+					ev = append(ev, x.Evidence(oa.Pos, "call", "other paths' packets go to their own controller: "+query.GuardText(oa.Guards)))
+				}
+				as = append(as, query.Aspect{Name: "growth", Answer: audit.Yes, Why: "acked bytes count for the current path's controller only when sent on it; others are credited to their own path", Ev: ev})
+			} else {
+				as = append(as, query.Aspect{Name: "growth", Answer: audit.No, Why: "acked bytes not attributed by path", Ev: []audit.Evidence{x.Evidence(pna.Pos, "definition", "")}})
 			}
-			as = append(as, query.Aspect{Name: "loss", Answer: audit.Yes, Why: "each lost packet reduces the controller of the path it was sent on", Ev: ev})
-			as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "bytes in flight are per path and released on the sending path's controller", Ev: ev[:1]})
-		} else {
-			as = append(as, query.Aspect{Name: "loss", Answer: audit.No, Why: "loss not attributed by path", Ev: nil}, query.Aspect{Name: "inflight", Answer: audit.No, Why: "bytes in flight not attributed by path", Ev: nil})
-		}
-		m := s2nMigrating(x)
-		m.Mechanism = "the client keeps one Path across a local address change, so old-path packets feed the same estimators"
-		return x.Q3PerRole("per-path state with per-packet path_id attribution in recovery::Manager", as, m), nil
-	},
+			if c, ok := x.CallIn(rlp, "path_mut_by_id", "sent_info.path_id"); ok {
+				ev := []audit.Evidence{x.Evidence(c.Pos, "call", "loss charged to the path the packet was sent on")}
+				if pl, ok := x.CallIn(rlp, "on_packet_lost"); ok {
+					ev = append(ev, x.Evidence(pl.Pos, "call", "on_packet_lost of that path's controller"))
+				}
+				as = append(as, query.Aspect{Name: "loss", Answer: audit.Yes, Why: "each lost packet reduces the controller of the path it was sent on", Ev: ev})
+				as = append(as, query.Aspect{Name: "inflight", Answer: audit.Yes, Why: "bytes in flight are per path and released on the sending path's controller", Ev: ev[:1]})
+			} else {
+				as = append(as, query.Aspect{Name: "loss", Answer: audit.No, Why: "loss not attributed by path", Ev: nil}, query.Aspect{Name: "inflight", Answer: audit.No, Why: "bytes in flight not attributed by path", Ev: nil})
+			}
+			m := migrating(x)
+			if m.Answer == audit.No {
+				m.Mechanism = "the client keeps one Path across a local address change, so old-path packets feed the same estimators"
+			}
+			mech := "per-path state with per-packet path_id attribution in recovery::Manager"
+			if attributed := query.Filter(as, func(a query.Aspect) bool { return a.Answer == audit.Yes }); len(attributed) == 0 {
+				mech = "no per-packet path attribution found in recovery::Manager: ACKs and losses feed the active path"
+			}
+			return x.Q3PerRole(mech, as, m), nil
+		},
+	}
 }
 
 var s2nConstants = &query.Rule{
