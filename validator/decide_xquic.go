@@ -18,9 +18,21 @@ func decideXquic(r *reader) map[string]Decision {
 	disabled := r.has(cf, "disable_active_migration = ls->enable_multipath ? 0 : 1;", "active migration disabled unless multipath")
 	r.has(cf, ".enable_multipath = 0,", "multipath off by default")
 	disabled = disabled && cf.find(".enable_multipath = 0,") > 0
+	if !disabled && cf.find("enable_multipath") == 0 {
+		// before multipath (1.3 and earlier) the local settings always disable it
+		disabled = r.has(r.fn(conn, "^xqc_conn_init_trans_settings("), "ls->disable_active_migration = 1;", "active migration always disabled (no multipath yet)")
+	}
 	resp := r.fn(frame, "^xqc_process_path_response_frame(")
 	r.body(resp, "xqc_process_path_response_frame")
-	rebind := r.has(resp, "xqc_memcpy(path->peer_addr, path->rebinding_addr", "a rebinding's new address copied into the same path")
+	rebind := resp.find("xqc_memcpy(path->peer_addr, path->rebinding_addr") > 0
+	copyAt := "xqc_memcpy(path->peer_addr"
+	if rebind {
+		r.has(resp, "xqc_memcpy(path->peer_addr, path->rebinding_addr", "a rebinding's new address copied into the same path")
+	} else {
+		// before multipath: into the connection, whose one conn_send_ctl stays
+		rebind = r.has(resp, "xqc_memcpy(conn->peer_addr, conn->rebinding_addr", "a rebinding's new address copied into the connection")
+		copyAt = "xqc_memcpy(conn->peer_addr"
+	}
 	resets := r.has(resp, "xqc_send_ctl_reset(", "path response resets the send controller")
 	roles := map[string]string{"migrating": "UNKNOWN", "observing": "UNKNOWN"}
 	roles3 := map[string]string{"migrating": "UNKNOWN", "observing": "UNKNOWN"}
@@ -44,7 +56,7 @@ func decideXquic(r *reader) map[string]Decision {
 		out["Q2"] = r.decide("NO", nil)
 	}
 
-	r.see(resp, boolLine(rebind, resp.find("xqc_memcpy(path->peer_addr")), "the rebinding keeps the path and its send controller")
+	r.see(resp, boolLine(rebind, resp.find(copyAt)), "the rebinding keeps the path and its send controller")
 	out["Q3"] = r.decide(combineRoles(roles3), roles3)
 	return out
 }

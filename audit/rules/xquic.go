@@ -50,6 +50,15 @@ func xqMigrating(x *query.Code) query.Verdict {
 		api = append(api, x.Calls(n)...)
 	}
 	v.Count("client_migration_api_calls", len(api))
+	if !okD {
+		// before multipath (1.3 and earlier): always disabled
+		if a, ok := x.AssignIn(its, "disable_active_migration"); ok && a.RHS == "1" && len(api) == 0 {
+			v.Add(x.Evidence(a.Pos, "assignment", a.LHS+" = "+a.RHS))
+			v.Answer = audit.NotSupported
+			v.Mechanism = "active migration is disabled: xqc_conn_init_trans_settings always advertises disable_active_migration = 1, and there is no client API to move to a new local address"
+			return v
+		}
+	}
 	v.AnswerIf(okD && strings.Contains(dam.RHS, "? 0 : 1"), audit.NotSupported,
 		"active migration is disabled unless multipath is negotiated: xqc_conn_init_trans_settings advertises disable_active_migration = enable_multipath ? 0 : 1, and there is no client API to move to a new local address",
 		"disable_active_migration setting not recognised")
@@ -64,19 +73,31 @@ func xqObserving(x *query.Code) query.Verdict {
 	epp, prf := d[0], d[1]
 	if c, ok := x.CondIn(epp, "XQC_ENGINE_SERVER", "xqc_is_same_addr_as_any_path"); ok {
 		v.Add(x.Evidence(c.Pos, "guard", "server, any peer address not seen on a path: "+c.Text))
+	} else if c, ok := x.CondIn(epp, "XQC_ENGINE_SERVER", "xqc_is_same_addr(peer_addr"); ok {
+		v.Add(x.Evidence(c.Pos, "guard", "server, a peer address other than the connection's: "+query.OneLine(c.Text)))
 	}
-	if c, ok := x.CallIn(epp, "xqc_conn_send_path_challenge"); ok {
-		v.Add(x.Evidence(c.Pos, "call", "PATH_CHALLENGE to the new address on the same path ("+query.GuardText(c.Guards)+")"))
+	for _, name := range []string{"xqc_conn_send_path_challenge", "xqc_conn_server_send_path_challenge"} {
+		if c, ok := x.CallIn(epp, name); ok {
+			v.Add(x.Evidence(c.Pos, "call", "PATH_CHALLENGE to the new address ("+query.OneLine(query.GuardText(c.Guards))+")"))
+			break
+		}
 	}
+	// With multipath (1.4+) the address is copied into the path; before,
+	// into the connection, whose one conn_send_ctl holds RTT and congestion.
+	state, into := "path_send_ctl", "the same path"
 	cp, okC := x.CallIn(prf, "xqc_memcpy", "path->peer_addr", "rebinding_addr")
+	if !okC {
+		cp, okC = x.CallIn(prf, "xqc_memcpy", "conn->peer_addr", "rebinding_addr")
+		state, into = "conn_send_ctl", "the connection's peer address"
+	}
 	if okC {
-		v.Add(x.Evidence(cp.Pos, "call", "validated: the new address is copied into the existing path ("+query.GuardText(cp.Guards)+")"))
+		v.Add(x.Evidence(cp.Pos, "call", "validated: the new address is copied into "+into+" ("+query.OneLine(query.GuardText(cp.Guards))+")"))
 	}
 	hit := x.Touches(prf, "xqc_send_ctl_reset", "xqc_send_ctl_create", "cong_ctl_init", "ctl_srtt", "xqc_cong_ctl_init")
 	v.Count("resets_in_path_response", len(hit))
 	if okC && len(hit) == 0 {
 		v.Answer = audit.No
-		v.Mechanism = "the server treats any new peer address (IP included) on an active path as NAT rebinding and, after PATH_RESPONSE, copies it into the same path: path_send_ctl (RTT and congestion state) is kept"
+		v.Mechanism = "the server treats any new peer address (IP included) on an active path as NAT rebinding and, after PATH_RESPONSE, copies it into " + into + ": " + state + " (RTT and congestion state) is kept"
 		v.Note("No IP-versus-port distinction: an IP change is handled exactly like a port-only rebinding.")
 	} else {
 		v.Answer = audit.Unknown
@@ -119,17 +140,25 @@ var xqQ1 = &query.Rule{
 
 var xqQ2 = &query.Rule{
 	Name: "xquic/q2", Question: audit.Q2, Role: query.Both, Files: xqFiles,
-	Doc:   "Does xqc_process_path_response_frame touch the RTT estimator?",
-	Needs: []query.Anchor{query.FuncIn(xqFrame, "xqc_process_path_response_frame", ""), query.FuncIn("src/transport/xqc_multipath.c", "xqc_path_validate", "")},
+	Doc: "Does xqc_process_path_response_frame touch the RTT estimator?",
+	// xqc_path_validate (multipath.c) arrived with multipath; before, the
+	// handler only validates the rebinding address.
+	Needs: []query.Anchor{query.FuncIn(xqFrame, "xqc_process_path_response_frame", "")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
-		n := x.Needed()
-		prf, pv := n[0], n[1]
+		prf := x.Needed()[0]
 		v := query.Verdict{}
-		v.Add(x.Evidence(prf.Pos, "handler", "xqc_process_path_response_frame"), x.Evidence(pv.Pos, "definition", "xqc_path_validate"))
-		if hit := append(x.Touches(prf, "ctl_srtt", "ctl_latest_rtt", "ctl_minrtt", "xqc_send_ctl_update_rtt"), x.Touches(pv, "ctl_srtt", "ctl_latest_rtt", "xqc_send_ctl_update_rtt")...); len(hit) > 0 {
+		v.Add(x.Evidence(prf.Pos, "handler", "xqc_process_path_response_frame"))
+		hit := x.Touches(prf, "ctl_srtt", "ctl_latest_rtt", "ctl_minrtt", "xqc_send_ctl_update_rtt")
+		mech := "PATH_RESPONSE validates the rebinding address and copies it into the connection; the RTT estimator is untouched"
+		if pv, ok := x.Lookup(query.FuncIn("src/transport/xqc_multipath.c", "xqc_path_validate", "")); ok {
+			v.Add(x.Evidence(pv.Pos, "definition", "xqc_path_validate"))
+			hit = append(hit, x.Touches(pv, "ctl_srtt", "ctl_latest_rtt", "xqc_send_ctl_update_rtt")...)
+			mech = "PATH_RESPONSE activates the path (xqc_path_validate) and, for a rebinding, copies the address; the RTT estimator is untouched"
+		}
+		if len(hit) > 0 {
 			v.Answer, v.Mechanism = audit.Yes, "PATH_RESPONSE handling touches "+strings.Join(hit, ", ")
 		} else {
-			v.Answer, v.Mechanism = audit.No, "PATH_RESPONSE activates the path (xqc_path_validate) and, for a rebinding, copies the address; the RTT estimator is untouched"
+			v.Answer, v.Mechanism = audit.No, mech
 		}
 		return []audit.Finding{x.RoleFinding(audit.Q2, query.Both, v)}, nil
 	},
@@ -142,7 +171,10 @@ var xqQ3 = &query.Rule{
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		m := xqMigrating(x)
 		o := xqObserving(x)
-		if o.Answer == audit.No {
+		switch {
+		case o.Answer == audit.No && strings.Contains(o.Mechanism, "conn_send_ctl"):
+			o.Mechanism = "the rebinding keeps the connection's one conn_send_ctl, so packets sent to the old address are acknowledged into the same RTT and congestion state"
+		case o.Answer == audit.No:
 			o.Mechanism = "the rebinding keeps the same path and path_send_ctl, so packets sent to the old address are acknowledged into the same RTT and congestion state"
 		}
 		if m.Answer == audit.NotSupported {
@@ -165,27 +197,54 @@ var xqConstants = &query.Rule{
 		if a, ok := x.AssignIn(sc, "ctl_cong_callback", "xqc_cubic_cb"); ok {
 			common = append(common, x.Evidence(a.Pos, "setting", "default controller when the application sets none: "+a.RHS))
 		}
+		mech := "Cubic"
+		if d, ok := x.Const("XQC_CUBIC_MSS"); ok {
+			mech = "Cubic with XQC_CUBIC_MSS = " + d.Value
+		}
 		var out []audit.Finding
+		// Each value is read from the first place that holds it: since 1.5
+		// xqc_cubic_init stores init_cwnd and min_cwnd; before, the initial
+		// window is the cwnd set there and the floor is xqc_max(cwnd,
+		// XQC_CUBIC_MIN_WIN) in xqc_cubic_on_lost. An assignment under
+		// cc_params.customize_on is the application's override, not the default.
+		type place struct {
+			def                syntax.Def
+			target, sub, strip string
+		}
 		for _, s := range []struct {
-			q           audit.Question
-			def         syntax.Def
-			target, sub string
-			label       string
-			strip       string
+			q      audit.Question
+			label  string
+			places []place
 		}{
-			{audit.ConstInitialWindow, ci, "init_cwnd", "XQC_CUBIC_INIT_WIN", "XQC_CUBIC_INIT_WIN", ""},
-			{audit.ConstMinWindow, ci, "min_cwnd", "XQC_CUBIC_MIN_WIN", "XQC_CUBIC_MIN_WIN (floor after a loss)", ""},
-			{audit.ConstLossFactor, cl, "cwnd", "XQC_CUBIC_BETA", "XQC_CUBIC_BETA / XQC_CUBIC_BETA_SCALE", "cubic->cwnd *"},
+			{audit.ConstInitialWindow, "XQC_CUBIC_INIT_WIN", []place{{ci, "init_cwnd", "XQC_CUBIC_INIT_WIN", ""}, {ci, "cwnd", "XQC_CUBIC_INIT_WIN", ""}}},
+			{audit.ConstMinWindow, "XQC_CUBIC_MIN_WIN (floor after a loss)", []place{{ci, "min_cwnd", "XQC_CUBIC_MIN_WIN", ""}, {cl, "cwnd", "xqc_max(cubic->cwnd, XQC_CUBIC_MIN_WIN)", "xqc_max(cubic->cwnd,"}}},
+			{audit.ConstLossFactor, "XQC_CUBIC_BETA / XQC_CUBIC_BETA_SCALE", []place{{cl, "cwnd", "XQC_CUBIC_BETA", "cubic->cwnd *"}}},
 		} {
-			a, ok := x.AssignIn(s.def, s.target, s.sub)
-			if !ok {
-				x.Missing("assignment " + s.target + " in " + s.def.Name)
+			var a syntax.Assign
+			var at place
+			for _, pl := range s.places {
+				for _, c := range x.AssignsIn(pl.def) {
+					if c.Target == pl.target && strings.Contains(c.RHS, pl.sub) && !strings.Contains(query.GuardText(c.Guards), "customize_on") {
+						a, at = c, pl
+						break
+					}
+				}
+				if a.Line > 0 {
+					break
+				}
+			}
+			if a.Line == 0 {
+				x.Missing("a default assignment of " + s.label + " in xqc_cubic_init or xqc_cubic_on_lost")
 				continue
 			}
-			rhs := strings.TrimSpace(strings.TrimPrefix(a.RHS, s.strip))
-			f, err := x.Resolver(nil).Constant(s.q, rhs, a.Pos, s.label, "Cubic with XQC_CUBIC_MSS = XQC_MSS", false)
+			rhs := strings.TrimSpace(strings.TrimPrefix(a.RHS, at.strip))
+			if at.strip == "xqc_max(cubic->cwnd," {
+				rhs = strings.TrimSpace(strings.TrimSuffix(rhs, ")"))
+			}
+			f, err := x.Resolver(nil).Constant(s.q, rhs, a.Pos, s.label, mech, false)
 			if err != nil {
-				return nil, err
+				x.Missing(s.label + " as a number (" + err.Error() + ")")
+				continue
 			}
 			f.Evidence = query.Dedupe(append(f.Evidence, common...))
 			out = append(out, f)
@@ -196,8 +255,15 @@ var xqConstants = &query.Rule{
 				return nil, err
 			}
 			out = append(out, f)
+		} else if a, ok := x.AssignIn(sc, "ctl_srtt", "XQC_kInitialRtt"); ok {
+			// before 1.7: the send controller starts at XQC_kInitialRtt ms
+			f, err := x.Resolver(nil).Constant(audit.ConstDefaultRTT, a.RHS, a.Pos, "XQC_kInitialRtt * 1000 (µs)", "xqc_send_ctl_create: ctl_srtt", false)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
 		} else {
-			x.Missing("initial_rtt default in xqc_conn_create")
+			x.Missing("initial_rtt default in xqc_conn_create or ctl_srtt in xqc_send_ctl_create")
 		}
 		return out, nil
 	},

@@ -1,0 +1,1 @@
+/* no multipath yet: no xqc_path_validate */

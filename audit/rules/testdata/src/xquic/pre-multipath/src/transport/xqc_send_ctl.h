@@ -1,0 +1,1 @@
+#define XQC_kInitialRtt                     250
