@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -333,9 +334,22 @@ func TestCommandAndDiff(t *testing.T) {
 	if iw == nil || iw.From.Constant.Value != 14520 || iw.To.Constant.Value != 12000 {
 		t.Errorf("initial window change = %+v", iw)
 	}
-	// --write-constants refuses a non-pinned commit.
-	err := audit.Command(context.Background(), audit.Options{Impl: "ngtcp2", Source: src, Commit: "v0.12.1", Format: "json", WriteConstants: true, ConstantsDir: t.TempDir()}, &strings.Builder{})
-	if err == nil || !strings.Contains(err.Error(), "not its pin") {
-		t.Errorf("write-constants at v0.12.1: %v", err)
+	// --write-constants at another commit writes at/<name>@<commit>.json
+	// (the constants a live run of that code is judged with), never the pin's file.
+	dir := t.TempDir()
+	if err := audit.Command(context.Background(), audit.Options{Impl: "ngtcp2", Source: src, Commit: "v0.12.1", Format: "json", WriteConstants: true, ConstantsDir: dir}, &strings.Builder{}); err != nil {
+		t.Fatalf("write-constants at v0.12.1: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ngtcp2.json")); !os.IsNotExist(err) {
+		t.Errorf("write-constants at v0.12.1 touched the pin's file (%v)", err)
+	}
+	at, _ := filepath.Glob(filepath.Join(dir, "at", "ngtcp2@*.json"))
+	if len(at) != 1 {
+		t.Fatalf("write-constants at v0.12.1 wrote %v, want one at/ngtcp2@<commit>.json", at)
+	}
+	b, err := os.ReadFile(at[0])
+	commit := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(at[0]), "ngtcp2@"), ".json")
+	if err != nil || len(commit) != 40 || !strings.Contains(string(b), `"initial_windows"`) || !strings.Contains(string(b), "audit "+commit) {
+		t.Errorf("%s: want v0.12.1's initial windows with provenance \"audit %s\" (%v)", at[0], commit, err)
 	}
 }
