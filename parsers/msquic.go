@@ -31,8 +31,12 @@ const msquicNoRTT = 4294967295
 // time of the preceding timestamped line. Address and path lines become path
 // events (peer address in From, local in To); "Congestion event" lines
 // become congestion events. Other lines are ignored.
-func parseMsquic(in *input, h timeline.Handler) error {
-	m := &msquicParser{h: h, meta: timeline.Meta{Format: FormatMsquic, Implementation: "msquic", Params: map[string]int64{}}}
+func parseMsquic(in *input, h timeline.Handler) error { return parseMsquicWith(in, h, false) }
+
+// parseMsquicWith is parseMsquic; mapOnly reads every line's fields through
+// keyValues' map, as before the map-free STATS split (the test oracle).
+func parseMsquicWith(in *input, h timeline.Handler, mapOnly bool) error {
+	m := &msquicParser{h: h, meta: timeline.Meta{Format: FormatMsquic, Implementation: "msquic", Params: map[string]int64{}}, mapOnly: mapOnly}
 	if err := eachLine(in, func(line []byte, _ int) error { return m.line(line) }); err != nil {
 		return err
 	}
@@ -56,6 +60,8 @@ type msquicParser struct {
 	last   timeline.Sample
 	mtu    int64
 	intern map[string]string
+	// mapOnly skips statsSplit (parseMsquicWith).
+	mapOnly bool
 }
 
 func (m *msquicParser) emitMeta() {
@@ -109,7 +115,7 @@ func (m *msquicParser) harnessLine(line []byte) error {
 	}
 	m.t = t
 	msgB := bytes.TrimSpace(rest[sp:])
-	if verb, args, _ := bytes.Cut(msgB, []byte(" ")); string(verb) == "STATS" {
+	if verb, args, _ := bytes.Cut(msgB, []byte(" ")); string(verb) == "STATS" && !m.mapOnly {
 		// Nearly every line: its STATS values straight from the split,
 		// without a map (keyValues' reading, when it can).
 		var v msquicStatValues
