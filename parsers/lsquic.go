@@ -3,7 +3,6 @@ package parsers
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -59,18 +58,8 @@ type sockLines struct {
 
 // read reads every line of in.
 func (p *sockLines) read(in *input) error {
-	s := &seqReader{br: in.r}
-	for {
-		line, n, off, err := s.nextLine()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return in.readErr(err)
-		}
-		if err := p.line(line); err != nil {
-			return in.errorf(n, off, "%v", err)
-		}
+	if err := eachLine(in, func(line []byte, _ int) error { return p.line(line) }); err != nil {
+		return err
 	}
 	if p.lines == 0 {
 		return fmt.Errorf("parse %s: no harness lines (%sserver] t_us=… or %sclient] t_us=…) found", in.name, p.prefix, p.prefix)

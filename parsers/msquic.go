@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -32,20 +31,14 @@ const msquicNoRTT = 4294967295
 // time of the preceding timestamped line. Address and path lines become path
 // events (peer address in From, local in To); "Congestion event" lines
 // become congestion events. Other lines are ignored.
-func parseMsquic(in *input, h timeline.Handler) error {
-	m := &msquicParser{h: h, meta: timeline.Meta{Format: FormatMsquic, Implementation: "msquic", Params: map[string]int64{}}}
-	s := &seqReader{br: in.r}
-	for {
-		line, n, off, err := s.nextLine()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return in.readErr(err)
-		}
-		if err := m.line(line); err != nil {
-			return in.errorf(n, off, "%v", err)
-		}
+func parseMsquic(in *input, h timeline.Handler) error { return parseMsquicWith(in, h, false) }
+
+// parseMsquicWith is parseMsquic; mapOnly reads every line's fields through
+// keyValues' map, as before the map-free STATS split (the test oracle).
+func parseMsquicWith(in *input, h timeline.Handler, mapOnly bool) error {
+	m := &msquicParser{h: h, meta: timeline.Meta{Format: FormatMsquic, Implementation: "msquic", Params: map[string]int64{}}, mapOnly: mapOnly}
+	if err := eachLine(in, func(line []byte, _ int) error { return m.line(line) }); err != nil {
+		return err
 	}
 	if m.lines == 0 {
 		return fmt.Errorf("parse %s: no msquic trace lines ([mq_server]/[mq_client]/[conn]) found", in.name)
@@ -67,6 +60,8 @@ type msquicParser struct {
 	last   timeline.Sample
 	mtu    int64
 	intern map[string]string
+	// mapOnly skips statsSplit (parseMsquicWith).
+	mapOnly bool
 }
 
 func (m *msquicParser) emitMeta() {
@@ -120,7 +115,7 @@ func (m *msquicParser) harnessLine(line []byte) error {
 	}
 	m.t = t
 	msgB := bytes.TrimSpace(rest[sp:])
-	if verb, args, _ := bytes.Cut(msgB, []byte(" ")); string(verb) == "STATS" {
+	if verb, args, _ := bytes.Cut(msgB, []byte(" ")); string(verb) == "STATS" && !m.mapOnly {
 		// Nearly every line: its STATS values straight from the split,
 		// without a map (keyValues' reading, when it can).
 		var v msquicStatValues
@@ -380,29 +375,4 @@ func (m *msquicParser) connLine(line string) error {
 	}
 	m.h.Event(ev)
 	return nil
-}
-
-// nextLine returns the next non-blank line (trailing CR/LF trimmed).
-func (s *seqReader) nextLine() ([]byte, int, int64, error) {
-	for {
-		if s.line == nil {
-			if s.err != nil {
-				return nil, s.n, s.off, s.err
-			}
-			s.readLine()
-			if s.line == nil {
-				continue
-			}
-		}
-		line, off := s.line, s.lineOff
-		s.line = nil
-		for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
-			line = line[:len(line)-1] // bytes.TrimRight(line, "\r\n") without its set
-		}
-		s.n++
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		return line, s.n, off, nil
-	}
 }

@@ -68,8 +68,10 @@ func checkOracle(t *testing.T, b []byte, format string) {
 }
 
 // FuzzJtape checks the scanner against gjson: the same records are valid,
-// and every value's text, type and key (walked from the tape) is what gjson
-// finds at the same place.
+// and every value's text, type, number, string and key (walked from the
+// tape, by ForEach and by first/next, and looked up by Get) is what gjson
+// finds at the same place. These are all the mapper reads, which is why the
+// oracle maps with the mapper itself.
 func FuzzJtape(f *testing.F) {
 	for _, s := range []string{`{"a":1}`, `[1,2,{"b":[true,false,null]}]`, `{"k\u0041":"v\n","x":-0.5e+3}`, `"s"`, ` 1 `, `{"a":}`, `[1,]`, `01`, `{"a":1}x`, `[[[]]]`} {
 		f.Add([]byte(s))
@@ -110,6 +112,20 @@ func FuzzJtape(f *testing.F) {
 			})
 			if n != len(kids) {
 				t.Fatalf("%q: %d members, gjson %d", b, len(kids), n)
+			}
+			// The mapper also walks members with first/next and reads Key:
+			// the same members, and for an object's, the same keys.
+			if g.IsObject() || g.IsArray() {
+				n = 0
+				for c := v.first(); c.Exists(); c = c.next(v) {
+					if n >= len(kids) || c.Raw() != kids[n].Raw() || c.Key() != keys[n].Str {
+						t.Fatalf("%q: member %d by first/next %q (key %q) differs from ForEach's", b, n, c.Raw(), c.Key())
+					}
+					n++
+				}
+				if n != len(kids) {
+					t.Fatalf("%q: first/next walks %d members, ForEach %d", b, n, len(kids))
+				}
 			}
 			if g.IsObject() {
 				g.ForEach(func(k, _ gjson.Result) bool {

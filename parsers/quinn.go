@@ -3,7 +3,6 @@ package parsers
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -36,18 +35,8 @@ const quinnHeader = "# quinn-cc-log "
 // the peer address the server's connection reports (polled every 1 ms).
 func parseQuinn(in *input, h timeline.Handler) error {
 	q := &quinnParser{h: h}
-	s := &seqReader{br: in.r}
-	for {
-		line, n, off, err := s.nextLine()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return in.readErr(err)
-		}
-		if err := q.line(line, n); err != nil {
-			return in.errorf(n, off, "%v", err)
-		}
+	if err := eachLine(in, q.line); err != nil {
+		return err
 	}
 	if !q.header {
 		return fmt.Errorf("parse %s: no %q header line: not a quinn-cc-log trace", in.name, strings.TrimSpace(quinnHeader))

@@ -130,7 +130,9 @@ func TestWriteValidatesAndIsAtomic(t *testing.T) {
 		{"short commit", func(s *Survey) { s.Implementations[1].Commit = "2cfe6ee0" }, "/implementations/1/commit"},
 		{"Q2 as MUST", func(s *Survey) { s.Implementations[1].Answers[1].RequirementLevel = "MUST" }, "requirement_level"},
 		{"bad permalink", func(s *Survey) { s.Implementations[1].Reachability.Calls[0].Permalink = "connection.go:915" }, "permalink"},
-		{"negative window", func(s *Survey) { s.Implementations[1].Live.Repetitions[0].WindowAfterBytes = -1 }, "window_after_bytes"},
+		{"negative window", func(s *Survey) { s.Implementations[1].Live.Repetitions[0].WindowAfterBytes = -1 }, "at /implementations/1/live/repetitions/0/window_after_bytes: "},
+		{"no date-time", func(s *Survey) { s.GeneratedAt = "2026-13-01T00:00:00Z" }, `at /generated_at: "2026-13-01T00:00:00Z" is not a valid date-time`},
+		{"empty generator", func(s *Survey) { s.GeneratedBy = "" }, "at /generated_by: "},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,26 +2,19 @@ package boringssl
 
 import (
 	"context"
+	"io"
 	"os"
-	"strings"
 	"testing"
 
-	"github.com/migaudit/migaudit/harnesses/upstream"
+	"github.com/migaudit/migaudit/harnesses/run/runtest"
 )
 
 // TestBuildDefault builds BoringSSL at DefaultCommit from the mirror and
 // checks the headers and both libraries are where the harnesses look.
 func TestBuildDefault(t *testing.T) {
-	if os.Getenv("MIGAUDIT_MIRRORS") == "" {
-		t.Skip("MIGAUDIT_MIRRORS not set: no google/boringssl mirror to build from (CI has none)")
-	}
-	b, err := Ensure(context.Background(), "", testWriter{t})
-	if upstream.IsNoSource(err) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := runtest.Built(t, "google/boringssl mirror", func(log io.Writer) (Built, error) {
+		return Ensure(context.Background(), "", log)
+	})
 	for _, p := range []string{b.Include() + "/openssl/ssl.h", b.SSL(), b.Crypto()} {
 		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
 			t.Errorf("%s: missing or empty (%v)", p, err)
@@ -41,11 +34,4 @@ func TestSource(t *testing.T) {
 			t.Errorf("Source(%q) = %+v, want dir %q commit %q", c.dep, s, c.dir, c.commit)
 		}
 	}
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }

@@ -2,38 +2,25 @@ package lsquic
 
 import (
 	"context"
-	"os"
-	"os/exec"
+	"io"
 	"strings"
 	"testing"
 
+	"github.com/migaudit/migaudit/harnesses/run/runtest"
 	"github.com/migaudit/migaudit/harnesses/upstream"
 )
 
 // TestBuildPinned builds BoringSSL and the pinned lsquic from the mirrors
 // and runs the harness binary's version command.
 func TestBuildPinned(t *testing.T) {
-	if os.Getenv("MIGAUDIT_MIRRORS") == "" {
-		t.Skip("MIGAUDIT_MIRRORS not set: no lsquic/boringssl/ls-qpack/ls-hpack mirrors to build from (CI has none)")
-	}
-	b, err := Ensure(context.Background(), upstream.Options{}, testWriter{t})
-	if upstream.IsNoSource(err) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := runtest.Built(t, "lsquic/boringssl/ls-qpack/ls-hpack mirrors", func(log io.Writer) (*Built, error) {
+		return Ensure(context.Background(), upstream.Options{}, log)
+	})
 	for _, a := range []*upstream.Artifact{b.BoringSSL.Artifact, b.Lib, b.Harness} {
 		t.Logf("%s %s: %s (built %s, reused %v)", a.Impl, a.Commit[:12], a.Dir, a.Duration, a.Reused)
 	}
 	t.Logf("submodules: %v", b.Lib.Deps)
-	out, err := exec.Command(b.Harness.Path(Binary), "version").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(string(out), "lsquic 4.") {
-		t.Fatalf("version: %q", out)
-	}
+	runtest.Version(t, b.Harness.Path(Binary), "lsquic 4.")
 }
 
 // TestMissingDep: a --dep directory that does not exist is one line naming it.
@@ -47,11 +34,4 @@ func TestMissingDep(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "boringssl, ls-qpack, ls-hpack") {
 		t.Fatalf("unknown --dep: %v", err)
 	}
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }

@@ -93,21 +93,12 @@ func (h *Harness) ensure(ctx context.Context) (*Built, error) {
 	if h.built != nil {
 		return h.built, nil
 	}
-	b, err := Ensure(ctx, h.opts, logWriter(h.log))
+	b, err := Ensure(ctx, h.opts, upstream.LineWriter(h.log))
 	if err != nil {
 		return nil, err
 	}
 	h.built = b
 	return b, nil
-}
-
-type logWriter func(string)
-
-func (w logWriter) Write(p []byte) (int, error) {
-	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		w(l)
-	}
-	return len(p), nil
 }
 
 // Check builds (or finds in the cache, sha256-verified) picoquic and the
@@ -263,8 +254,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 		return res, err
 	}
 
-	var received int64
-	var fin bool
+	dl := run.Download{Size: size, Progress: env.Progress}
 	var pendingProbe string
 	cli, err := run.Start(run.ProcSpec{Role: "client", NS: env.Net.ClientNS(), Dir: env.Dir,
 		Cmd: env.Net.Command(ctx, env.Net.ClientNS(), bin, "client", "--addr", srvIP, "--port", strconv.Itoa(Port),
@@ -295,18 +285,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 				res.Moves = append(res.Moves, run.AddrChange{At: ev.At, From: ev.Fields["from"], To: ev.Fields["to"],
 					Evidence: "pqharness client: " + ev.Line + "; the harness sends the connection's datagrams from the path-B socket without telling picoquic (NAT rebinding): the source address is now " + ev.Fields["to"]})
 			case "progress", "received", "done":
-				if n := ev.Int("received"); n >= 0 {
-					received = n
-				}
-				if n := ev.Int("bytes"); ev.Name == "received" && n >= 0 {
-					received = n
-				}
-				if ev.Name == "done" {
-					fin = ev.Int("fin") == 1
-				}
-				if env.Progress != nil {
-					env.Progress(min(received, size), size)
-				}
+				dl.Line(ev.Name, ev.Int)
 			case "error":
 				res.Notes = append(res.Notes, "client: "+ev.Line)
 			}
@@ -326,11 +305,7 @@ func (h *Harness) RunRep(ctx context.Context, env run.RepEnv) (run.RepResult, er
 	res.Processes = []run.Process{srec, crec}
 
 	mu.Lock()
-	res.ReceivedBytes = received
-	res.Completed = crec.ExitCode == 0 && fin && received == size
-	if served >= 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("server served %d bytes", served))
-	}
+	dl.Record(&res, crec, served)
 	res.Notes = append(res.Notes, parseErrs...)
 	mu.Unlock()
 

@@ -1,18 +1,11 @@
 package picoquic_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/migaudit/migaudit/harnesses/picoquic"
-	"github.com/migaudit/migaudit/harnesses/run"
-	"github.com/migaudit/migaudit/harnesses/run/tbnet"
-	"github.com/migaudit/migaudit/harnesses/upstream"
+	"github.com/migaudit/migaudit/harnesses/run/runtest"
 )
 
 // TestLiveStandard builds the pinned picoquic from the mirrors and runs one
@@ -20,55 +13,15 @@ import (
 // verified as an IP migration from both sides, complete, and record the
 // build (commit, picotls commit, options, sha256) in its manifest.
 func TestLiveStandard(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and TUN devices")
-	}
-	if testing.Short() {
-		t.Skip("-short: skips the live run")
-	}
-	if os.Getenv("MIGAUDIT_MIRRORS") == "" {
-		t.Skip("MIGAUDIT_MIRRORS not set: no picoquic/picotls mirrors to build from (CI has none)")
-	}
+	runtest.Live(t)
+	runtest.Mirrors(t, "picoquic/picotls mirrors")
 	h := picoquic.New(func(s string) { t.Log(s) })
-	if err := h.ConfigureUpstream(upstream.Options{}); err != nil {
-		if upstream.IsNoSource(err) {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	out := filepath.Join(t.TempDir(), "run")
-	var stdout, stderr bytes.Buffer
-	sum, err := run.Run(ctx, run.Options{Harness: h, Reps: 1, Scenario: run.Standard, Out: out,
-		SkipCalibration: true, Transfer: 8 * time.Second, MigrateAt: 3 * time.Second,
-		NewNet: tbnet.Factory(nil)}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
-	t.Log("\n" + stdout.String())
-	r := sum.Reps[0]
-	if r.Status != run.Valid || !r.Completed {
-		t.Fatalf("rep %s (completed %v): %v %s", r.Status, r.Completed, r.Verification.Problems, r.Error)
-	}
+	runtest.Configure(t, h)
+	r, m := runtest.Standard(t, h, 8*time.Second, 3*time.Second, 15*time.Minute)
 	if len(r.Verification.Evidence) < 3 {
 		t.Errorf("want client, server and trace/counter confirmations, got %q", r.Verification.Evidence)
 	}
-	var m run.Manifest
-	b, err := os.ReadFile(filepath.Join(r.Dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	set := m.Result.Settings
-	if len(set["upstream_commit"]) != 40 || len(set["dep_picotls"]) != 40 || set["build_options"] == "" || len(set["harness_sha256"]) != 64 {
-		t.Errorf("manifest settings lack the build record: %v", set)
-	}
-	if len(m.Binaries) == 0 || m.Binaries[0].SHA256 != set["harness_sha256"] {
-		t.Errorf("manifest binaries %+v do not carry the harness sha256 %s", m.Binaries, set["harness_sha256"])
-	}
+	runtest.BuildRecord(t, m, "picotls")
 	if m.Result.Params["S"].Value <= 0 {
 		t.Errorf("no send size parameter: %+v", m.Result.Params)
 	}

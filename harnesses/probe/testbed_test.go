@@ -2,12 +2,12 @@ package probe
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/migaudit/migaudit/harnesses/run/runtest"
 	"github.com/migaudit/migaudit/harnesses/testbed"
 )
 
@@ -15,9 +15,7 @@ import (
 // namespace, the quic-go client migrating from path A to a new port and to
 // path B's address across the emulated links.
 func TestProbeInTestbed(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the testbed creates network namespaces")
-	}
+	runtest.Root(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tb, err := testbed.Up(ctx, testbed.Standard())

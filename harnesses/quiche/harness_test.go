@@ -11,6 +11,7 @@ import (
 
 	"github.com/migaudit/migaudit/discriminator"
 	"github.com/migaudit/migaudit/harnesses/run"
+	"github.com/migaudit/migaudit/harnesses/run/runtest"
 	"github.com/migaudit/migaudit/harnesses/run/tbnet"
 	"github.com/migaudit/migaudit/parsers"
 )
@@ -165,12 +166,7 @@ func TestLoopbackScenarios(t *testing.T) {
 // migration and that the server's new path started at the window quiche
 // created the connection's first path with.
 func TestRunOneRepetition(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces")
-	}
-	if testing.Short() {
-		t.Skip("runs a Node.js transfer in namespaces")
-	}
+	runtest.Live(t)
 	h := needNode(t)
 	out := t.TempDir()
 	if keep := os.Getenv("MIGAUDIT_KEEP_DIR"); keep != "" {

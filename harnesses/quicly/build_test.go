@@ -2,28 +2,23 @@ package quicly
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/migaudit/migaudit/harnesses/run/runtest"
 	"github.com/migaudit/migaudit/harnesses/upstream"
 )
 
 // TestBuildPinned builds the pinned quicly with its picotls and klib from the
 // mirrors and runs the harness binary's version command.
 func TestBuildPinned(t *testing.T) {
-	if os.Getenv("MIGAUDIT_MIRRORS") == "" {
-		t.Skip("MIGAUDIT_MIRRORS not set: no quicly/picotls/klib mirrors to build from (CI has none)")
-	}
-	b, err := Ensure(context.Background(), upstream.Options{}, testWriter{t})
-	if upstream.IsNoSource(err) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := runtest.Built(t, "quicly/picotls/klib mirrors", func(log io.Writer) (*Built, error) {
+		return Ensure(context.Background(), upstream.Options{}, log)
+	})
 	t.Logf("picotls %s, klib %s", b.Lib.Deps["src/deps/picotls"], b.Lib.Deps["src/deps/klib"])
 	out, err := exec.Command(b.Harness.Path(Binary), "version").Output()
 	if err != nil {
@@ -33,13 +28,6 @@ func TestBuildPinned(t *testing.T) {
 		t.Fatalf("version printed %q, want %q", out, want)
 	}
 	t.Logf("%s: %s (library built in %s)", b.Harness.Dir, out, b.Lib.Duration)
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // TestMissingPicotls: with a mirror of quicly but none of picotls, the build

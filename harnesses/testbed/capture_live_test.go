@@ -17,6 +17,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/migaudit/migaudit/harnesses/run"
+	"github.com/migaudit/migaudit/harnesses/run/runtest"
 	"github.com/migaudit/migaudit/harnesses/testbed"
 )
 
@@ -26,12 +27,7 @@ import (
 // file: as many packets per interface as the capture record counts, and
 // the path validation's PATH_CHALLENGE and PATH_RESPONSE frames decrypted.
 func TestCaptureQUIC(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and TUN devices")
-	}
-	if testing.Short() {
-		t.Skip("-short: skips the live capture run")
-	}
+	runtest.Live(t)
 	tshark, err := exec.LookPath("tshark")
 	if err != nil {
 		t.Skip("tshark is not installed (apt-get install tshark): the capture is checked against Wireshark's dissector")

@@ -84,21 +84,12 @@ func (h *Harness) ensure(ctx context.Context) (*Built, error) {
 	if h.built != nil {
 		return h.built, nil
 	}
-	b, err := h.lib.Ensure(ctx, h.opts, logWriter(h.log))
+	b, err := h.lib.Ensure(ctx, h.opts, upstream.LineWriter(h.log))
 	if err != nil {
 		return nil, err
 	}
 	h.built = b
 	return b, nil
-}
-
-type logWriter func(string)
-
-func (w logWriter) Write(p []byte) (int, error) {
-	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		w(l)
-	}
-	return len(p), nil
 }
 
 // version runs "BIN version" and returns what follows "<impl> ", with the

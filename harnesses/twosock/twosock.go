@@ -172,8 +172,7 @@ func RunRep(ctx context.Context, env run.RepEnv, sp Spec) (run.RepResult, error)
 		return res, err
 	}
 
-	var received int64
-	var fin bool
+	dl := run.Download{Size: size, Progress: env.Progress}
 	var migrated string
 	cli, err := run.Start(run.ProcSpec{Role: "client", NS: env.Net.ClientNS(), Dir: env.Dir, GzipStdout: true,
 		Cmd: env.Net.Command(ctx, env.Net.ClientNS(), sp.Bin, "client", "--addr", srvIP, "--port", strconv.Itoa(Port),
@@ -196,18 +195,7 @@ func RunRep(ctx context.Context, env run.RepEnv, sp Spec) (run.RepResult, error)
 				}
 				res.Notes = append(res.Notes, evd)
 			case "progress", "received", "done":
-				if n := l.Int("received"); n >= 0 {
-					received = n
-				}
-				if n := l.Int("bytes"); l.Verb == "received" && n >= 0 {
-					received = n
-				}
-				if l.Verb == "done" {
-					fin = l.Int("fin") == 1
-				}
-				if env.Progress != nil {
-					env.Progress(min(received, size), size)
-				}
+				dl.Line(l.Verb, l.Int)
 			case "error":
 				res.Notes = append(res.Notes, "client: "+l.Raw)
 			}
@@ -226,11 +214,7 @@ func RunRep(ctx context.Context, env run.RepEnv, sp Spec) (run.RepResult, error)
 	res.Processes = []run.Process{srec, crec}
 
 	mu.Lock()
-	res.ReceivedBytes = received
-	res.Completed = crec.ExitCode == 0 && fin && received == size
-	if served >= 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("server served %d bytes", served))
-	}
+	dl.Record(&res, crec, served)
 	res.Notes = append(res.Notes, lineErrs...)
 	mu.Unlock()
 	res.ServerTrace, res.ClientTrace = srec.Stdout, crec.Stdout

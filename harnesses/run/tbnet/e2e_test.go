@@ -14,6 +14,7 @@ import (
 	"github.com/migaudit/migaudit/harnesses/ngtcp2"
 	"github.com/migaudit/migaudit/harnesses/quicgo"
 	"github.com/migaudit/migaudit/harnesses/run"
+	"github.com/migaudit/migaudit/harnesses/run/runtest"
 	"github.com/migaudit/migaudit/harnesses/run/tbnet"
 )
 
@@ -39,12 +40,7 @@ func repoRoot(t *testing.T) string {
 // formula gives with the harness's own parameters, and the manifest and
 // analysis are on disk.
 func TestEndToEnd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and TUN devices")
-	}
-	if testing.Short() {
-		t.Skip("-short: skips the live end-to-end runs")
-	}
+	runtest.Live(t)
 	tests := []struct {
 		name  string
 		h     run.Harness

@@ -1,3 +1,0 @@
-package protocol
-
-const InitialPacketSize = 1280
