@@ -116,11 +116,20 @@ func (t *sourceTree) paths() []string {
 	if t.list != nil {
 		return t.list
 	}
+	// Names from the tree objects alone: Files() would decode every
+	// blob of the tree just to name it.
 	var out []string
-	_ = t.tree.Files().ForEach(func(f *object.File) error {
-		out = append(out, f.Name)
-		return nil
-	})
+	w := object.NewTreeWalker(t.tree, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if err != nil {
+			break
+		}
+		if e.Mode.IsFile() {
+			out = append(out, name)
+		}
+	}
 	t.list = out
 	return out
 }
