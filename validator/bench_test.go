@@ -69,7 +69,7 @@ func BenchmarkDecompressEvidence(b *testing.B) {
 func resetCaches() {
 	decided.Clear()
 	liveDecided.Clear()
-	sourceValues.Clear()
+	symbolValues.Clear()
 	wireMaps.Clear()
 }
 

@@ -109,6 +109,15 @@ func (t *sourceTree) lines(path string) ([]string, error) {
 	return l, nil
 }
 
+// text is the file's content.
+func (t *sourceTree) text(path string) (string, error) {
+	l, err := t.lines(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(l, "\n"), nil
+}
+
 // paths lists every blob path in the tree.
 func (t *sourceTree) paths() []string {
 	t.mu.Lock()
