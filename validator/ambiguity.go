@@ -95,10 +95,10 @@ func (v *Validator) wireAttribution(im, rep gjson.Result, capture string) (strin
 	if err := json.Unmarshal([]byte(claims[0].Raw), &c); err != nil {
 		return "", fmt.Errorf("wire_claims[0]: %w", err)
 	}
-	if st, why := CheckWireClaim(filepath.Dir(p), c); st != Pass {
+	if st, why := v.checkWireClaim(filepath.Dir(p), c); st != Pass {
 		return "", fmt.Errorf("its first wire claim does not hold: %s", why)
 	}
-	m, err := loadWire(filepath.Dir(p))
+	m, err := v.wire(filepath.Dir(p))
 	if err != nil {
 		return "", err
 	}
@@ -132,7 +132,7 @@ func (v *Validator) wireQ3(im, rep gjson.Result) (answer, why string, ok bool, e
 		return "", "", true, err
 	}
 	p, _ := v.resolve(im.Get("live.origin").String(), capture)
-	m, err := loadWire(filepath.Dir(p))
+	m, err := v.wire(filepath.Dir(p))
 	if err != nil {
 		return "", "", true, err
 	}
@@ -141,7 +141,7 @@ func (v *Validator) wireQ3(im, rep gjson.Result) (answer, why string, ok bool, e
 		if err := json.Unmarshal([]byte(cl.Raw), &c); err != nil {
 			return "", "", true, fmt.Errorf("wire_claims[%d]: %w", i, err)
 		}
-		if st, found := CheckWireClaim(filepath.Dir(p), c); st != Pass {
+		if st, found := v.checkWireClaim(filepath.Dir(p), c); st != Pass {
 			return "", "", true, fmt.Errorf("wire_claims[%d] does not hold: %s", i, found)
 		}
 		dir := 1

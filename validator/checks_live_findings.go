@@ -41,6 +41,21 @@ type instrumentedFacts struct {
 }
 
 // readInstrumented reads a server's instrumented log (gzip or plain).
+// keyValues are a line's "key=value" fields, looked up in order (a
+// line has a handful: a scan costs less than a map per line).
+type keyValues []string
+
+// get is the value of the last field named k ("" when none), as a map
+// filled in line order would hold.
+func (kv keyValues) get(k string) string {
+	for i := len(kv) - 1; i >= 0; i-- {
+		if key, v, _ := strings.Cut(kv[i], "="); key == k {
+			return v
+		}
+	}
+	return ""
+}
+
 func readInstrumented(path string) (*instrumentedFacts, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -58,7 +73,7 @@ func readInstrumented(path string) (*instrumentedFacts, error) {
 	type line struct {
 		t    int64
 		kind string
-		kv   map[string]string
+		kv   keyValues
 	}
 	var lines []line
 	sc := bufio.NewScanner(bytes.NewReader(b))
@@ -82,20 +97,15 @@ func readInstrumented(path string) (*instrumentedFacts, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: unix_us: %v", path, n, err)
 		}
-		l := line{t: t, kind: f[2], kv: map[string]string{}}
-		for _, kv := range f[3:] {
-			k, v, _ := strings.Cut(kv, "=")
-			l.kv[k] = v
-		}
-		lines = append(lines, l)
+		lines = append(lines, line{t: t, kind: f[2], kv: f[3:]})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	num := func(l line, k string) int64 {
-		v, err := strconv.ParseInt(l.kv[k], 10, 64)
+		v, err := strconv.ParseInt(l.kv.get(k), 10, 64)
 		if err != nil {
-			if u, uerr := strconv.ParseUint(l.kv[k], 10, 64); uerr == nil {
+			if u, uerr := strconv.ParseUint(l.kv.get(k), 10, 64); uerr == nil {
 				return int64(min(u, 1<<63-1))
 			}
 			return -1 << 62
@@ -106,8 +116,8 @@ func readInstrumented(path string) (*instrumentedFacts, error) {
 		ackIDs: map[string]int{}, largestIDs: map[string]int{}}
 	newRemote := ""
 	for _, l := range lines {
-		if l.kind == "PATH_ACTIVE" && l.kv["server"] == "1" && num(l, "prev_path_id") >= 0 {
-			fx.switchUS, fx.newID, fx.prevID, newRemote = l.t, num(l, "path_id"), num(l, "prev_path_id"), l.kv["remote"]
+		if l.kind == "PATH_ACTIVE" && l.kv.get("server") == "1" && num(l, "prev_path_id") >= 0 {
+			fx.switchUS, fx.newID, fx.prevID, newRemote = l.t, num(l, "path_id"), num(l, "prev_path_id"), l.kv.get("remote")
 			break
 		}
 	}
@@ -119,8 +129,8 @@ func readInstrumented(path string) (*instrumentedFacts, error) {
 	}
 	var marks []mark
 	for _, l := range lines {
-		if l.kind == "SENT" && l.kv["server"] == "1" {
-			marks = append(marks, mark{num(l, "pn"), l.kv["remote"]})
+		if l.kind == "SENT" && l.kv.get("server") == "1" {
+			marks = append(marks, mark{num(l, "pn"), l.kv.get("remote")})
 		}
 	}
 	sentTo := func(pn int64) string {
@@ -132,40 +142,40 @@ func readInstrumented(path string) (*instrumentedFacts, error) {
 	}
 	after := func(l line) bool { return fx.switchUS >= 0 && l.t >= fx.switchUS }
 	for _, l := range lines {
-		if l.kv["server"] != "1" {
+		if l.kv.get("server") != "1" {
 			continue
 		}
 		switch l.kind {
 		case "RTT_GATE":
 			if !after(l) {
 				fx.gatesBefore++
-				if l.kv["update"] == "1" {
+				if l.kv.get("update") == "1" {
 					fx.updatesBefore++
 				}
 				continue
 			}
 			fx.srtt = num(l, "srtt_us")
-			if l.kv["update"] == "1" {
+			if l.kv.get("update") == "1" {
 				fx.updates++
 			}
-			if l.kv["new_largest"] == "1" && l.kv["retransmittable"] == "1" {
+			if l.kv.get("new_largest") == "1" && l.kv.get("retransmittable") == "1" {
 				fx.eligible++
-				if l.kv["different_path"] == "1" {
+				if l.kv.get("different_path") == "1" {
 					fx.different++
 				}
-				fx.ackIDs[l.kv["ack_path_id"]]++
-				fx.largestIDs[l.kv["largest_path_id"]]++
+				fx.ackIDs[l.kv.get("ack_path_id")]++
+				fx.largestIDs[l.kv.get("largest_path_id")]++
 			}
 		case "SENT":
 			if after(l) && fx.firstSentPN < 0 && num(l, "send_path_id") == fx.newID {
 				fx.firstSentPN, fx.firstSentStamped = num(l, "pn"), num(l, "stamped_path_id")
 			}
-			if after(l) && l.kv["remote"] != newRemote {
+			if after(l) && l.kv.get("remote") != newRemote {
 				fx.oldSends++
 				fx.oldLastUS = l.t - fx.switchUS
 			}
 		case "LOSS":
-			if after(l) && l.t < fx.switchUS+1_000_000 && l.kv["congestion_event"] == "1" {
+			if after(l) && l.t < fx.switchUS+1_000_000 && l.kv.get("congestion_event") == "1" {
 				fx.congestionEvents++
 				if to := sentTo(num(l, "largest_lost_pn")); to != "" && to != newRemote {
 					fx.oldPathEvents++

@@ -20,6 +20,7 @@ type windowFacts struct {
 func deriveWindow(f *traceFacts, from, at, to int64, initial []int64) windowFacts {
 	var w windowFacts
 	w.minAfter = -1
+	w.cwnd = make([]sample, 0, len(f.Samples))
 	// Per path: a decrease is against the same path's previous value; a
 	// path's first sample is against the last value of the path that was in
 	// use (a new path born at its initial window is the reset a per-path

@@ -162,7 +162,7 @@ func checkQ2(v *Validator, doc, im gjson.Result) (Status, string) {
 				return
 			}
 		}
-		m, err := loadWire(wireDir(trace))
+		m, err := v.wire(wireDir(trace))
 		if err != nil {
 			if q.Get("pv_rtt_us").Int() == 0 && answer == "UNKNOWN" {
 				d.note("%s: q2 UNKNOWN without wire figures (%v)", id, err)

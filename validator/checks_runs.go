@@ -53,17 +53,22 @@ func (v *Validator) runIdentity(path string) (*runID, error) {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("%w: %s absent", errNoSource, path)
 		}
-		// A trace this validator has read already gives its identity;
-		// otherwise the identity alone is read, so that comparing every
-		// repetition's identity (any implementation) does not hold every
-		// trace's facts at once.
+		// A trace this validator has read already gives its identity
+		// (its facts may have been dropped since, its identity stays);
+		// otherwise the trace is read once for both, so that its own
+		// implementation's checks do not decompress it again.
 		v.mu.Lock()
 		e, ok := v.reads[canonical(path)]
 		v.mu.Unlock()
-		if ok && e.err == nil {
+		if ok && e.done() && e.err == nil {
 			return e.val.id, nil
 		}
-		return readRunID(path)
+		r, err := v.readOnce(path)
+		if err != nil {
+			// Not a trace the facts readers know: its identity alone.
+			return readRunID(path)
+		}
+		return r.id, nil
 	})
 }
 

@@ -52,8 +52,13 @@ func shadowRoot(t *testing.T, real string) string {
 		t.Fatal(err)
 	}
 	// The files beside the evidence that checks read (go.sum for module
-	// hashes, the quiche harness's pins), linked likewise.
-	for _, rel := range []string{"go.sum", "go.mod", filepath.Join("harnesses", "quiche", "install.go")} {
+	// hashes, the quiche harness's pins, data/constants), linked likewise.
+	rels := []string{"go.sum", "go.mod", filepath.Join("harnesses", "quiche", "install.go")}
+	tables, _ := filepath.Glob(filepath.Join(real, "data", "constants", "*.json"))
+	for _, p := range tables {
+		rels = append(rels, filepath.Join("data", "constants", filepath.Base(p)))
+	}
+	for _, rel := range rels {
 		if _, err := os.Stat(filepath.Join(real, rel)); err == nil {
 			os.MkdirAll(filepath.Dir(filepath.Join(root, rel)), 0o755)
 			if err := os.Symlink(filepath.Join(real, rel), filepath.Join(root, rel)); err != nil {

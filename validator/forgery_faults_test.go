@@ -335,3 +335,89 @@ func TestForgedConstants(t *testing.T) {
 		}},
 	}, true)
 }
+
+// forgeConstant changes implName's constant name (at source path, "" for any)
+// the same way in the survey and in data/constants/<implName>.json: expr and
+// params as given, the survey's value and arithmetic to match. inSurvey
+// false leaves the survey alone (data/constants changed by itself).
+func forgeConstant(implName, name, path, expr string, params map[string]any, value float64, arithmetic string, inSurvey bool) func(t *testing.T, root string, doc map[string]any) {
+	set := func(e map[string]any) {
+		e["expr"] = expr
+		if params != nil {
+			e["params"] = params
+		}
+	}
+	at := func(e map[string]any) bool {
+		src, _ := e["source"].(map[string]any)
+		return path == "" || src != nil && src["path"] == path
+	}
+	return func(t *testing.T, root string, doc map[string]any) {
+		if inSurvey {
+			n := 0
+			for _, c := range impl(t, doc, implName)["constants"].([]any) {
+				if cm := c.(map[string]any); cm["name"] == name && at(cm) {
+					set(cm)
+					cm["value"], cm["arithmetic"] = value, arithmetic
+					n++
+				}
+			}
+			if n == 0 {
+				t.Fatalf("no %s %s in the survey's %s", name, path, implName)
+			}
+		}
+		key := map[string]string{"initial_window": "initial_windows", "min_window": "min_window", "loss_factor": "loss_factor", "default_rtt": "default_rtt_us"}[name]
+		editJSON(t, root, filepath.Join("data", "constants", implName+".json"), func(m map[string]any) {
+			switch e := m[key].(type) {
+			case []any:
+				for _, x := range e {
+					if xm := x.(map[string]any); at(xm) {
+						set(xm)
+					}
+				}
+			case map[string]any:
+				set(e)
+			default:
+				t.Fatalf("data/constants/%s.json has no %s", implName, key)
+			}
+		})
+	}
+}
+
+// Constants changed consistently in the survey and data/constants: the
+// validator's own reading of the source at the pin gives the old value.
+// One for each way a reading is put together (a #define, a Go, Rust or
+// C++ constant, a struct literal's field, a formula's literal, a packet
+// count times a run-time MTU) and one with data/constants changed alone.
+func TestForgedConstantsEverywhere(t *testing.T) {
+	mirrorsOrSkip(t)
+	runPlanted(t, []planted{
+		{name: "lsquic BBR initial window 32×1460 → 30×1460 in survey and data/constants", check: "lsquic/constants-source",
+			files: forgeConstant("lsquic", "initial_window", "src/liblsquic/lsquic_bbr.c", "30*1460", nil, 43800, "30*1460 = 43800", true)},
+		{name: "ngtcp2 loss factor 7/10 → 6/10 everywhere", check: "ngtcp2/constants-source",
+			files: forgeConstant("ngtcp2", "loss_factor", "", "6/10", nil, 0.6, "6/10 = 0.6", true)},
+		{name: "mvfst minimum window 2 → 3 packets everywhere", check: "mvfst/constants-source",
+			files: forgeConstant("mvfst", "min_window", "", "mincwnd_packets*S", map[string]any{"S": 1232, "mincwnd_packets": 3}, 3696, "3*1232 = 3696", true)},
+		{name: "tquic default RTT 333 → 250 ms everywhere", check: "tquic/constants-source",
+			files: forgeConstant("tquic", "default_rtt", "", "250*1000", nil, 250000, "250*1000 = 250000", true)},
+		{name: "msquic initial window 10 → 12 packets at both MTUs everywhere", check: "msquic/constants-source",
+			files: func(t *testing.T, root string, doc map[string]any) {
+				for _, c := range impl(t, doc, "msquic")["constants"].([]any) {
+					if cm := c.(map[string]any); cm["name"] == "initial_window" {
+						mtu := cm["params"].(map[string]any)["MTU"].(float64)
+						cm["expr"], cm["value"], cm["arithmetic"] = "12*(MTU-20-8)", 12*(mtu-28), fmt.Sprintf("12*(%v-20-8) = %v", mtu, 12*(mtu-28))
+					}
+				}
+				editJSON(t, root, filepath.Join("data", "constants", "msquic.json"), func(m map[string]any) {
+					for _, x := range m["initial_windows"].([]any) {
+						x.(map[string]any)["expr"] = "12*(MTU-20-8)"
+					}
+				})
+			}},
+		{name: "quinn initial window clamp 14720 → 15000 everywhere", check: "quinn/constants-source",
+			files: forgeConstant("quinn", "initial_window", "", "min(max(15000, 2*1200), 16*1200)", nil, 15000, "min(max(15000, 2*1200), 16*1200) = 15000", true)},
+		{name: "quicly initial window 10 → 8 packets everywhere", check: "quicly/constants-source",
+			files: forgeConstant("quicly", "initial_window", "", "max(initcwnd_packets, 2)*min(S, mtu_max)", map[string]any{"S": 1280, "initcwnd_packets": 8, "mtu_max": 1472}, 10240, "max(8, 2)*min(1280, 1472) = 10240", true)},
+		{name: "xquic loss factor 718/1024 → 700/1024 in data/constants alone", check: "xquic/constants-source",
+			files: forgeConstant("xquic", "loss_factor", "", "700/1024", nil, 0, "", false)},
+	}, true)
+}

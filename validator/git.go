@@ -109,6 +109,15 @@ func (t *sourceTree) lines(path string) ([]string, error) {
 	return l, nil
 }
 
+// text is the file's content.
+func (t *sourceTree) text(path string) (string, error) {
+	l, err := t.lines(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(l, "\n"), nil
+}
+
 // paths lists every blob path in the tree.
 func (t *sourceTree) paths() []string {
 	t.mu.Lock()
@@ -116,11 +125,20 @@ func (t *sourceTree) paths() []string {
 	if t.list != nil {
 		return t.list
 	}
+	// Names from the tree objects alone: Files() would decode every
+	// blob of the tree just to name it.
 	var out []string
-	_ = t.tree.Files().ForEach(func(f *object.File) error {
-		out = append(out, f.Name)
-		return nil
-	})
+	w := object.NewTreeWalker(t.tree, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if err != nil {
+			break
+		}
+		if e.Mode.IsFile() {
+			out = append(out, name)
+		}
+	}
 	t.list = out
 	return out
 }

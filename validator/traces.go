@@ -129,19 +129,24 @@ func readJSONSeq(data []byte) (*traceFacts, error) {
 		switch {
 		case strings.HasSuffix(name, "metrics_updated"):
 			s := sample{T: t, Cwnd: -1, SRTT: -1, Latest: -1, MinRTT: -1}
-			m := d.Map()
-			if v, ok := m["congestion_window"]; ok {
-				s.Cwnd = v.Int()
-			}
-			if v, ok := m["smoothed_rtt"]; ok {
-				s.SRTT = msToUS(v.Float())
-			}
-			if v, ok := m["latest_rtt"]; ok {
-				s.Latest = msToUS(v.Float())
-			}
-			if v, ok := m["min_rtt"]; ok {
-				s.MinRTT = msToUS(v.Float())
-			}
+			// One pass over the fields, no map per record (the last of a
+			// repeated key wins, as it would in a map).
+			d.ForEach(func(k, v gjson.Result) bool {
+				if !d.IsObject() {
+					return false
+				}
+				switch k.Str {
+				case "congestion_window":
+					s.Cwnd = v.Int()
+				case "smoothed_rtt":
+					s.SRTT = msToUS(v.Float())
+				case "latest_rtt":
+					s.Latest = msToUS(v.Float())
+				case "min_rtt":
+					s.MinRTT = msToUS(v.Float())
+				}
+				return true
+			})
 			if s.Cwnd >= 0 || s.SRTT >= 0 || s.Latest >= 0 {
 				f.Samples = append(f.Samples, s)
 			}
@@ -177,8 +182,14 @@ func (f *traceFacts) packet(t int64, dir string, d gjson.Result) {
 			if dir == "received" {
 				largest := int64(-1)
 				fr.Get("acked_ranges").ForEach(func(_, rg gjson.Result) bool {
-					for _, x := range rg.Array() {
-						largest = max(largest, x.Int())
+					switch {
+					case rg.IsArray():
+						rg.ForEach(func(_, x gjson.Result) bool {
+							largest = max(largest, x.Int())
+							return true
+						})
+					case rg.Type != gjson.Null:
+						largest = max(largest, rg.Int())
 					}
 					return true
 				})
@@ -207,8 +218,18 @@ func readPositionalQlog(data []byte) (*traceFacts, error) {
 	// which it would otherwise keep alive as long as the facts.
 	f.Vantage = strings.Clone(tr.Get("vantage_point.type").String())
 	tr.Get("events").ForEach(func(_, ev gjson.Result) bool {
-		a := ev.Array()
-		if len(a) < 4 {
+		// The first four fields without a slice per event.
+		if !ev.IsArray() {
+			return true
+		}
+		var a [4]gjson.Result
+		n := 0
+		ev.ForEach(func(_, x gjson.Result) bool {
+			a[n] = x
+			n++
+			return n < len(a)
+		})
+		if n < 4 {
 			return true
 		}
 		t := a[0].Int()

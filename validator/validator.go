@@ -278,7 +278,7 @@ func (v *Validator) dropTraces(im gjson.Result) {
 	defer v.mu.Unlock()
 	for _, p := range paths {
 		delete(v.traces, p)
-		if e, ok := v.reads[p]; ok && e.err == nil {
+		if e, ok := v.reads[p]; ok && e.done() && e.err == nil {
 			v.reads[p] = memoEntry[*traceRead]{val: &traceRead{id: e.val.id}}
 		}
 	}
@@ -370,25 +370,43 @@ func (v *Validator) tree(im gjson.Result) (*sourceTree, error) {
 }
 
 // memoEntry is a cached result, error included: a source or trace that
-// failed once fails the same way for every check.
+// failed once fails the same way for every check. An entry with wait set
+// is being computed: readers wait for it, so that two checks running in
+// parallel never read the same trace twice.
 type memoEntry[T any] struct {
-	val T
-	err error
+	val  T
+	err  error
+	wait chan struct{}
 }
 
-// memo returns m[key], computing it with fn outside the lock on a miss.
+// done reports whether e holds a computed result.
+func (e memoEntry[T]) done() bool { return e.wait == nil }
+
+// memo returns m[key], computing it with fn outside the lock on a miss;
+// a second caller for the same key waits for the first.
 func memo[T any](mu *sync.Mutex, m map[string]memoEntry[T], key string, fn func() (T, error)) (T, error) {
-	mu.Lock()
-	e, ok := m[key]
-	mu.Unlock()
-	if ok {
-		return e.val, e.err
+	for {
+		mu.Lock()
+		e, ok := m[key]
+		if ok && e.done() {
+			mu.Unlock()
+			return e.val, e.err
+		}
+		if ok {
+			mu.Unlock()
+			<-e.wait
+			continue
+		}
+		w := make(chan struct{})
+		m[key] = memoEntry[T]{wait: w}
+		mu.Unlock()
+		val, err := fn()
+		mu.Lock()
+		m[key] = memoEntry[T]{val: val, err: err}
+		mu.Unlock()
+		close(w)
+		return val, err
 	}
-	val, err := fn()
-	mu.Lock()
-	m[key] = memoEntry[T]{val, err}
-	mu.Unlock()
-	return val, err
 }
 
 // symbolSites memoises findSites.
@@ -433,7 +451,7 @@ type traceRead struct {
 // identity; the decompressed content is not kept.
 func (v *Validator) readOnce(path string) (*traceRead, error) {
 	v.mu.Lock()
-	if e, ok := v.reads[canonical(path)]; ok && e.err == nil && e.val.facts == nil {
+	if e, ok := v.reads[canonical(path)]; ok && e.done() && e.err == nil && e.val.facts == nil {
 		delete(v.reads, canonical(path)) // dropped (dropTraces): read again
 	}
 	v.mu.Unlock()

@@ -376,6 +376,19 @@ func repoRoot(t *testing.T) string {
 	}
 }
 
+// referenceDir is the shared reference folder beside the checkout
+// (../shared/reference), or beside the directory of worktrees that holds
+// it (../../shared/reference); "" when neither exists.
+func referenceDir(root string) string {
+	for _, up := range []string{"..", filepath.Join("..", "..")} {
+		p := filepath.Join(root, up, "shared", "reference")
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return p
+		}
+	}
+	return ""
+}
+
 // realWorld is the committed survey with the mirrors and the reference.
 func realWorld(t *testing.T) (*Validator, []byte) {
 	t.Helper()
@@ -388,8 +401,7 @@ func realWorld(t *testing.T) (*Validator, []byte) {
 	// implementation's source; the reference folder only without its mirror.
 	ref := ""
 	if _, err := findMirror(mirrors, "https://github.com/sivaahari/quic-congestion-control"); err != nil {
-		ref = filepath.Join(root, "..", "shared", "reference")
-		if _, err := os.Stat(ref); err != nil {
+		if ref = referenceDir(root); ref == "" {
 			t.Skip("no mirror of the study and ../shared/reference absent: the reference claims need one")
 		}
 	}

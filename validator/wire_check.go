@@ -73,7 +73,26 @@ type wireMapEntry struct {
 var errNoWire = errors.New("no wire evidence")
 
 // loadWire reads a repetition directory's capture and key log.
-func loadWire(dir string) (*WireMap, error) {
+func loadWire(dir string) (*WireMap, error) { return loadWireBy(dir, fileDigest) }
+
+// wire is loadWire with the files' digests memoised by the validator: a
+// capture is hashed once per validation, not once per claim.
+func (v *Validator) wire(dir string) (*WireMap, error) { return loadWireBy(dir, v.fileSHA) }
+
+// checkWireClaim is CheckWireClaim through v.wire.
+func (v *Validator) checkWireClaim(repDir string, c WireClaim) (Status, string) {
+	return judgeLoaded(v.wire(repDir))(c)
+}
+
+func fileDigest(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	return shaHexOf(b), nil
+}
+
+func loadWireBy(dir string, digest func(string) (string, error)) (*WireMap, error) {
 	capPath, klPath := filepath.Join(dir, WireCaptureFile), filepath.Join(dir, WireKeyLogFile)
 	ci, err := os.Stat(capPath)
 	if err != nil {
@@ -87,11 +106,11 @@ func loadWire(dir string) (*WireMap, error) {
 	// shadow trees, and decoding a capture costs far more than hashing it.
 	key := fmt.Sprintf("%d|%d", ci.Size(), ki.Size())
 	for _, p := range []string{capPath, klPath} {
-		b, err := os.ReadFile(p)
+		h, err := digest(p)
 		if err != nil {
 			return nil, err
 		}
-		key += "|" + shaHexOf(b)
+		key += "|" + h
 	}
 	if e, ok := wireMaps.Load(key); ok {
 		return e.(wireMapEntry).m, e.(wireMapEntry).err
@@ -119,14 +138,19 @@ func wireDir(trace string) string {
 // CheckWireClaim re-derives a claim from the wire evidence in repDir
 // (wire.pcapng.gz and keylog.txt).
 func CheckWireClaim(repDir string, c WireClaim) (Status, string) {
-	m, err := loadWire(repDir)
-	if errors.Is(err, errNoWire) {
-		return Unverifiable, err.Error()
+	return judgeLoaded(loadWire(repDir))(c)
+}
+
+func judgeLoaded(m *WireMap, err error) func(WireClaim) (Status, string) {
+	return func(c WireClaim) (Status, string) {
+		if errors.Is(err, errNoWire) {
+			return Unverifiable, err.Error()
+		}
+		if err != nil {
+			return Fail, err.Error()
+		}
+		return judgeWireClaim(m, c)
 	}
-	if err != nil {
-		return Fail, err.Error()
-	}
-	return judgeWireClaim(m, c)
 }
 
 // judgeWireClaim: packet N (of the sender) crossed the stated path and
@@ -291,7 +315,7 @@ func checkWireClaims(v *Validator, doc, im gjson.Result) (Status, string) {
 				d.fail("%s: wire_claims[%d]: %v", rid, i, err)
 				continue
 			}
-			st, found := CheckWireClaim(dir, c)
+			st, found := v.checkWireClaim(dir, c)
 			msg := fmt.Sprintf("%s: %s", rid, found)
 			switch st {
 			case Fail:
