@@ -135,6 +135,24 @@ func s2nClientLookup(x *query.Code) query.Verdict {
 	if mu, okM := x.CallIn(x.Opt(query.FuncIn(s2nManager, "on_datagram_received", "")), "maybe_update"); okM {
 		v.Add(x.Evidence(mu.Pos, "call", "the found path's handle updated in place"))
 	}
+	if !ok && len(api) == 0 {
+		// 1.19-1.25: only a path whose local address is still unknown is
+		// matched by remote address; otherwise the full handle must match,
+		// and a client's datagram on another local address is dropped.
+		c, okP := x.CondIn(eq, "local_address().port() == 0")
+		var drop syntax.Call
+		for _, r := range x.CallsIn(x.Opt(query.FuncIn(s2nManager, "on_datagram_received", "")), "Err") {
+			if strings.Contains(r.Text, "UnknownServerAddress") && strings.Contains(query.GuardText(r.Guards), "is_client()") {
+				drop = r
+			}
+		}
+		if okP && drop.Line > 0 {
+			v.Add(x.Evidence(c.Pos, "guard", c.Text), x.Evidence(drop.Pos, "call", "client: "+drop.Text))
+			v.Answer = audit.No
+			v.Mechanism = "no client migration API: once its local address is known a client's datagrams must match its Path's full handle (Path::eq_by_handle), and one arriving on another local address is dropped (UnknownServerAddress): the single Path, RTT and controller are never reset"
+			return v
+		}
+	}
 	v.AnswerIf(ok && len(api) == 0 && len(x.Touches(eq, "remote_address")) > 0, audit.No,
 		"no client migration API: a client's datagrams are matched to its Path by the remote address only (Path::eq_by_handle under is_client()), so a local address change keeps the single Path, RTT and controller untouched",
 		"client-side path lookup not recognised")
