@@ -198,9 +198,60 @@ var aioQ3 = &query.Rule{
 	},
 }
 
-var aioConstants = &query.Rule{
+// Before 1.0 the one controller, QuicCongestionControl (NewReno), lived in
+// recovery.py beside K_INITIAL_WINDOW = 10 * K_MAX_DATAGRAM_SIZE; the
+// initial RTT was QuicConfiguration.initial_rtt (0.9.2x) or K_INITIAL_RTT.
+var aioConstants = query.Choose(aioConstantsPackage, aioConstantsRecovery)
+
+var aioConstantsRecovery = &query.Rule{
 	Name: "aioquic/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: aioFiles,
-	Doc: "Reno (default) K_INITIAL_WINDOW, K_MINIMUM_WINDOW, K_LOSS_REDUCTION_FACTOR; initial_rtt default.",
+	Design: "before 1.0: QuicCongestionControl in recovery.py",
+	Doc:    "QuicCongestionControl's K_INITIAL_WINDOW, the K_MINIMUM_WINDOW floor, K_LOSS_REDUCTION_FACTOR; initial RTT.",
+	Needs:  []query.Anchor{query.FuncIn(aioRec, "__init__", "QuicCongestionControl"), query.FuncIn(aioRec, "on_packets_lost", "QuicCongestionControl")},
+	Decide: func(x *query.Code) ([]audit.Finding, error) {
+		n := x.Needed()
+		init, lost := n[0], n[1]
+		var fs query.Findings
+		mech := "QuicCongestionControl (NewReno, the only controller), in recovery.py"
+		if iw, ok := x.AssignIn(init, "congestion_window", "K_INITIAL_WINDOW"); ok {
+			fs.Add(x.Resolver(nil).Constant(audit.ConstInitialWindow, iw.RHS, iw.Pos, "K_INITIAL_WINDOW", mech, false))
+		} else {
+			x.Missing("congestion_window = K_INITIAL_WINDOW in QuicCongestionControl.__init__")
+		}
+		if cw, ok := x.AssignIn(lost, "congestion_window", "K_MINIMUM_WINDOW"); ok && strings.Contains(cw.RHS, "K_LOSS_REDUCTION_FACTOR") {
+			if f := fs.Add(x.Resolver(nil).Constant(audit.ConstMinWindow, "K_MINIMUM_WINDOW", cw.Pos, "K_MINIMUM_WINDOW (loss floor)", mech, false)); f != nil {
+				f.Evidence = append(f.Evidence, x.Evidence(cw.Pos, "assignment", "congestion_window = "+query.OneLine(cw.RHS)))
+			}
+			if d, ok := x.Const("K_LOSS_REDUCTION_FACTOR"); ok {
+				fs.Add(x.Resolver(nil).Constant(audit.ConstLossFactor, d.Value, d.Pos, "K_LOSS_REDUCTION_FACTOR", "cwnd * K_LOSS_REDUCTION_FACTOR on a new congestion event", false))
+			}
+		} else {
+			x.Missing("the loss reduction in QuicCongestionControl.on_packets_lost")
+		}
+		rttFound := false
+		if cf := x.File(aioCfg); cf != nil {
+			for _, a := range cf.Assigns("") {
+				if a.Func == "" && a.Target == "initial_rtt" {
+					fs.Add(x.Resolver(nil).Constant(audit.ConstDefaultRTT, a.RHS+" * 1000000", a.Pos, "QuicConfiguration.initial_rtt (seconds → µs)", "initial_rtt default", false))
+					rttFound = true
+					break
+				}
+			}
+		}
+		if d, ok := x.Const("K_INITIAL_RTT"); ok && !rttFound {
+			fs.Add(x.Resolver(nil).Constant(audit.ConstDefaultRTT, d.Value+" * 1000000", d.Pos, "K_INITIAL_RTT (seconds → µs)", "the RTT before the first sample", false))
+		} else if !rttFound {
+			x.Missing("QuicConfiguration.initial_rtt or K_INITIAL_RTT")
+		}
+		return fs.Result()
+	},
+}
+
+var aioConstantsPackage = &query.Rule{
+	Name: "aioquic/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: aioFiles,
+	Design: "1.0+: congestion/ package (Reno by default)",
+	Doc:    "Reno (default) K_INITIAL_WINDOW, K_MINIMUM_WINDOW, K_LOSS_REDUCTION_FACTOR; initial_rtt default.",
+	Needs:  []query.Anchor{query.FuncIn(aioBase, "__init__", "QuicCongestionControl"), query.FuncIn(aioReno, "on_packets_lost", "RenoCongestionControl")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		cf := x.File(aioCfg)
 		base, ok1 := x.Find(query.FuncIn(aioBase, "__init__", "QuicCongestionControl"))

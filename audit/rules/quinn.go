@@ -118,8 +118,8 @@ func quinnMigrating(x *query.Code) query.Verdict {
 var quinnRebindNeeds = []query.Anchor{query.FuncIn("quinn/src/endpoint.rs", "rebind", "Endpoint")}
 
 // quinnRebinding: the client's Rebind before 0.11, which has no
-// local_address_changed: Endpoint::rebind swaps the socket and sends every
-// connection a ConnectionEvent::Ping; quinn-proto never hears of the move.
+// local_address_changed: Endpoint::rebind swaps the socket (since 0.8 it
+// also pings every connection); quinn-proto never hears of the move.
 func quinnRebinding(x *query.Code) query.Verdict {
 	v := query.Verdict{}
 	rb := x.Defs(quinnRebindNeeds...)[0]
@@ -132,13 +132,12 @@ func quinnRebinding(x *query.Code) query.Verdict {
 		v.Mechanism = "Endpoint::rebind touches " + strings.Join(hit, ", ") + ": a design this rule does not read"
 		return v
 	}
-	if len(pings) == 0 {
-		v.Answer = audit.Unknown
-		v.Mechanism = "Endpoint::rebind sends no ConnectionEvent::Ping: a design this rule does not read"
-		return v
-	}
 	v.Answer = audit.No
-	v.Mechanism = "client Rebind -> Endpoint::rebind swaps the UDP socket and sends each connection a ConnectionEvent::Ping: the connection's PathData (RTT estimator, controller) is kept"
+	v.Mechanism = "client Rebind -> Endpoint::rebind swaps the UDP socket"
+	if len(pings) > 0 {
+		v.Mechanism += " and sends each connection a ConnectionEvent::Ping"
+	}
+	v.Mechanism += ": the connection's PathData (RTT estimator, controller) is kept"
 	return v
 }
 

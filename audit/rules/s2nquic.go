@@ -22,6 +22,10 @@ const (
 	s2nCubic   = "quic/s2n-quic-core/src/recovery/cubic.rs"
 	s2nMTU     = "quic/s2n-quic-core/src/path/mtu.rs"
 	s2nDefCC   = "quic/s2n-quic/src/provider/congestion_controller.rs"
+	// before path/mtu.rs (1.3x and earlier): MINIMUM_MTU in the core path
+	// module, a new controller's max_datagram_size in PathInfo
+	s2nCorePath = "quic/s2n-quic-core/src/path/mod.rs"
+	s2nCCInfo   = "quic/s2n-quic-core/src/recovery/congestion_controller.rs"
 )
 
 var s2nFiles = []string{s2nManager, s2nPath, s2nRecov, s2nRTT, s2nCubic, s2nMTU,
@@ -134,6 +138,24 @@ func s2nClientLookup(x *query.Code) query.Verdict {
 	}
 	if mu, okM := x.CallIn(x.Opt(query.FuncIn(s2nManager, "on_datagram_received", "")), "maybe_update"); okM {
 		v.Add(x.Evidence(mu.Pos, "call", "the found path's handle updated in place"))
+	}
+	if !ok && len(api) == 0 {
+		// 1.19-1.25: only a path whose local address is still unknown is
+		// matched by remote address; otherwise the full handle must match,
+		// and a client's datagram on another local address is dropped.
+		c, okP := x.CondIn(eq, "local_address().port() == 0")
+		var drop syntax.Call
+		for _, r := range x.CallsIn(x.Opt(query.FuncIn(s2nManager, "on_datagram_received", "")), "Err") {
+			if strings.Contains(r.Text, "UnknownServerAddress") && strings.Contains(query.GuardText(r.Guards), "is_client()") {
+				drop = r
+			}
+		}
+		if okP && drop.Line > 0 {
+			v.Add(x.Evidence(c.Pos, "guard", c.Text), x.Evidence(drop.Pos, "call", "client: "+drop.Text))
+			v.Answer = audit.No
+			v.Mechanism = "no client migration API: once its local address is known a client's datagrams must match its Path's full handle (Path::eq_by_handle), and one arriving on another local address is dropped (UnknownServerAddress): the single Path, RTT and controller are never reset"
+			return v
+		}
 	}
 	v.AnswerIf(ok && len(api) == 0 && len(x.Touches(eq, "remote_address")) > 0, audit.No,
 		"no client migration API: a client's datagrams are matched to its Path by the remote address only (Path::eq_by_handle under is_client()), so a local address change keeps the single Path, RTT and controller untouched",
@@ -252,37 +274,69 @@ func s2nQ3For(design string, migNeeds []query.Anchor, migrating func(*query.Code
 }
 
 var s2nConstants = &query.Rule{
-	Name: "s2n-quic/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: s2nFiles,
+	Name: "s2n-quic/constants", Question: audit.ConstInitialWindow, Role: query.Both, Files: append([]string{s2nCCInfo, s2nCorePath}, s2nFiles...),
 	Doc:   "Cubic (the default) initial window, minimum window, BETA_CUBIC, DEFAULT_INITIAL_RTT.",
 	Needs: []query.Anchor{query.FuncIn(s2nCubic, "initial_window", ""), query.FuncIn(s2nCubic, "minimum_window", "Cubic")},
 	Decide: func(x *query.Code) ([]audit.Finding, error) {
 		n := x.Needed()
 		iw, mw := n[0], n[1]
 		def, okD := x.AssignIn(iw, "default", "INITIAL_WINDOW_LIMIT")
+		iwExpr, iwPos := def.RHS, def.Pos
 		if !okD {
-			x.Missing("let default in cubic initial_window")
+			// before application settings (1.3x and earlier) the formula is
+			// initial_window's tail expression
+			if t := query.TailExpr(iw); strings.Contains(t, "INITIAL_WINDOW_LIMIT") {
+				iwExpr, iwPos, okD = t, x.ExprPos(iw, t), true
+			}
+		}
+		if !okD {
+			x.Missing("let default (or the tail expression) in cubic initial_window")
 			return x.Absence()
 		}
 		// S = InitialMtu::default().max_datagram_size(ipv4) = (MINIMUM_MTU - UDP_HEADER_LEN - IPV4_MIN_HEADER_LEN).max(MINIMUM_MAX_DATAGRAM_SIZE)
 		mds, okM := x.LineWith(s2nMTU, 1, "u16::from(*self) - UDP_HEADER_LEN - min_ip_header_len")
 		initMtu, okI := x.LineWith(s2nMTU, 1, "DEFAULT_INITIAL_MTU: InitialMtu", "MINIMUM_MTU")
-		if !okM || !okI {
-			x.Missing("InitialMtu default / max_datagram_size in mtu.rs")
-			return x.Absence()
+		if !okI {
+			// rustfmt may break the constant after its type (1.4x-1.6x)
+			if decl, ok := x.LineWith(s2nMTU, 1, "DEFAULT_INITIAL_MTU: InitialMtu"); ok {
+				if v, ok := x.LineWith(s2nMTU, decl.Line, "MINIMUM_MTU"); ok && v.Line <= decl.Line+1 {
+					initMtu, okI = v, true
+				}
+			}
 		}
 		r := x.Resolver(nil)
-		s, err := r.Eval("(MINIMUM_MTU - UDP_HEADER_LEN - IPV4_MIN_HEADER_LEN).max(MINIMUM_MAX_DATAGRAM_SIZE)")
-		if err != nil {
-			return nil, err
+		var s float64
+		var sEv []audit.Evidence
+		mech := "S = max_datagram_size of the default InitialMtu on IPv4"
+		switch pi, okP := x.LineWith(s2nCCInfo, 1, "max_datagram_size: MINIMUM_MTU"); {
+		case okM && okI:
+			v, err := r.Eval("(MINIMUM_MTU - UDP_HEADER_LEN - IPV4_MIN_HEADER_LEN).max(MINIMUM_MAX_DATAGRAM_SIZE)")
+			if err != nil {
+				return nil, err
+			}
+			s = v
+			sEv = []audit.Evidence{x.Evidence(initMtu, "setting", "InitialMtu default = MINIMUM_MTU"), x.Evidence(mds, "definition", "max_datagram_size = MTU - UDP - IPv4 header, at least MINIMUM_MAX_DATAGRAM_SIZE")}
+		case okP:
+			// before InitialMtu (1.3x and earlier) a new controller's
+			// PathInfo carries max_datagram_size: MINIMUM_MTU (1200, the
+			// minimum UDP payload)
+			v, err := r.Eval("MINIMUM_MTU")
+			if err != nil {
+				return nil, err
+			}
+			s = v
+			sEv = []audit.Evidence{x.Evidence(pi, "setting", "PathInfo::new: max_datagram_size = MINIMUM_MTU")}
+			mech = "S = PathInfo's max_datagram_size, MINIMUM_MTU"
+		default:
+			x.Missing("InitialMtu default / max_datagram_size in mtu.rs, or PathInfo's max_datagram_size")
+			return x.Absence()
 		}
-		sEv := []audit.Evidence{x.Evidence(initMtu, "setting", "InitialMtu default = MINIMUM_MTU"), x.Evidence(mds, "definition", "max_datagram_size = MTU - UDP - IPv4 header, at least MINIMUM_MAX_DATAGRAM_SIZE")}
 		for _, d := range r.Defs() {
 			sEv = append(sEv, x.Evidence(d.Pos, "definition", d.Name))
 		}
 		par := map[string]query.Param{"max_datagram_size": {Name: "S", Default: s}}
-		mech := "S = max_datagram_size of the default InitialMtu on IPv4"
 		var out []audit.Finding
-		f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, def.RHS, def.Pos, "Cubic initial_window (RFC 9002 §7.2)", mech, false)
+		f, err := x.Resolver(par).Constant(audit.ConstInitialWindow, iwExpr, iwPos, "Cubic initial_window (RFC 9002 §7.2)", mech, false)
 		if err != nil {
 			return nil, err
 		}
@@ -304,7 +358,11 @@ var s2nConstants = &query.Rule{
 			out = append(out, f)
 		}
 		if d, ok := x.Const("DEFAULT_INITIAL_RTT"); ok {
-			f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, d.Value, d.Pos, "DEFAULT_INITIAL_RTT (µs)", "Limits.initial_round_trip_time default, used by for_new_path", false)
+			use := "Limits.initial_round_trip_time default, used by for_new_path"
+			if _, ok := x.Lookup(query.FuncIn(s2nRTT, "for_new_path", "RttEstimator")); !ok {
+				use = "the starting smoothed RTT of every RttEstimator::new"
+			}
+			f, err = x.Resolver(nil).Constant(audit.ConstDefaultRTT, d.Value, d.Pos, "DEFAULT_INITIAL_RTT (µs)", use, false)
 			if err != nil {
 				return nil, err
 			}

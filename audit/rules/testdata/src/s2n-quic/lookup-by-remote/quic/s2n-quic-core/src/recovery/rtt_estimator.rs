@@ -6,3 +6,5 @@ impl RttEstimator {
         Self { latest_rtt: DEFAULT_INITIAL_RTT, min_rtt: DEFAULT_INITIAL_RTT, smoothed_rtt, rttvar, max_ack_delay }
     }
 }
+
+pub const DEFAULT_INITIAL_RTT: Duration = Duration::from_millis(333);
