@@ -104,6 +104,10 @@ func combineRoles(roles map[string]string) string {
 			return v
 		}
 	}
+	if vals["UNKNOWN"] {
+		// An undecided role leaves a differing combination undecided.
+		return "UNKNOWN"
+	}
 	if vals["YES"] {
 		return "ASYMMETRIC"
 	}

@@ -129,6 +129,8 @@ func TestCombineRoles(t *testing.T) {
 		{map[string]string{"migrating": "NOT_SUPPORTED", "observing": "NO"}, "NO"},
 		{map[string]string{"migrating": "N/A", "observing": "NO"}, "NO"},
 		{map[string]string{"migrating": "NOT_SUPPORTED", "observing": "NOT_SUPPORTED"}, "NOT_SUPPORTED"},
+		{map[string]string{"migrating": "UNKNOWN", "observing": "YES"}, "UNKNOWN"},
+		{map[string]string{"migrating": "NO", "observing": "UNKNOWN"}, "UNKNOWN"},
 	}
 	for _, tc := range tests {
 		if got := combineRoles(tc.roles); got != tc.want {

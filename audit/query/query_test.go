@@ -82,6 +82,10 @@ func TestCombine(t *testing.T) {
 		{audit.NotSupported, audit.NotSupported, audit.NotSupported},
 		{audit.Yes, audit.NA, audit.Yes},
 		{audit.NA, audit.NotSupported, audit.NotSupported},
+		{audit.Unknown, audit.Yes, audit.Unknown},
+		{audit.No, audit.Unknown, audit.Unknown},
+		{audit.Unknown, audit.Unknown, audit.Unknown},
+		{audit.Unknown, audit.NA, audit.Unknown},
 	}
 	for _, tt := range tests {
 		if got := Combine(tt.mig, tt.obs); got != tt.want {

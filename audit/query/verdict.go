@@ -74,14 +74,20 @@ func Combine(roles ...audit.Answer) audit.Answer {
 	case len(kept) == 0:
 		return ""
 	}
-	same, compliant := true, false
+	same, compliant, unknown := true, false, false
 	for _, a := range kept {
 		same = same && a == kept[0]
 		compliant = compliant || a == audit.Yes
+		unknown = unknown || a == audit.Unknown
 	}
 	switch {
 	case same:
 		return kept[0]
+	case unknown:
+		// A role the source cannot decide leaves the combination open:
+		// YES with UNKNOWN may be YES or ASYMMETRIC, NO with UNKNOWN may be
+		// NO or ROLE_DEPENDENT. Never a confident answer built on it.
+		return audit.Unknown
 	case compliant:
 		return audit.Asymmetric
 	}
