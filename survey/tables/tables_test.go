@@ -79,3 +79,11 @@ func TestComplianceTableReproducesStudyAnswers(t *testing.T) {
 		}
 	}
 }
+
+func TestThousands(t *testing.T) {
+	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 14520: "14,520", 572685: "572,685", 1484569: "1,484,569", -40960: "-40,960"} {
+		if got := Thousands(in); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
