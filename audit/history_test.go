@@ -13,10 +13,17 @@ import (
 	"github.com/migaudit/migaudit/data"
 )
 
+// fixtureTree reads a quic-go rule fixture case; a case that names a
+// sibling in <case>.base holds only the files it changes (as in
+// rules/fixture_test.go).
 func fixtureTree(t *testing.T, name string) map[string]string {
 	t.Helper()
-	dir := filepath.Join("rules", "testdata", "src", "quic-go", name)
+	root := filepath.Join("rules", "testdata", "src", "quic-go")
 	files := map[string]string{}
+	if b, err := os.ReadFile(filepath.Join(root, name+".base")); err == nil {
+		files = fixtureTree(t, strings.TrimSpace(string(b)))
+	}
+	dir := filepath.Join(root, name)
 	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {
 			return err

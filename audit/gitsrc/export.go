@@ -1,11 +1,9 @@
 package gitsrc
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -17,41 +15,8 @@ import (
 // Submodules are not followed; their paths and pinned commits (gitlinks)
 // are returned so a caller can export them from their own repositories.
 func (s *Snapshot) Export(dir string) (submodules map[string]string, err error) {
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("export %s: %w", s.commit.String()[:12], err)
-	}
-	submodules = map[string]string{}
-	walker := object.NewTreeWalker(s.tree, true, nil)
-	defer walker.Close()
-	for {
-		name, e, err := walker.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("export %s: walk tree: %w", s.commit.String()[:12], err)
-		}
-		if name == "" || filepath.IsAbs(name) || strings.HasPrefix(filepath.Clean(name), "..") || strings.Contains(name, "/../") {
-			return nil, fmt.Errorf("export %s: refusing tree path %q", s.commit.String()[:12], name)
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(name))
-		switch e.Mode {
-		case filemode.Dir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return nil, err
-			}
-		case filemode.Submodule:
-			submodules[name] = e.Hash.String()
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return nil, err
-			}
-		case filemode.Regular, filemode.Executable, filemode.Deprecated, filemode.Symlink:
-			if err := s.writeBlob(name, dst, e); err != nil {
-				return nil, fmt.Errorf("export %s: %s: %w", s.commit.String()[:12], name, err)
-			}
-		}
-	}
-	return submodules, nil
+	submodules, _, err = s.ExportSkipping(dir, nil)
+	return submodules, err
 }
 
 func (s *Snapshot) writeBlob(name, dst string, e object.TreeEntry) error {

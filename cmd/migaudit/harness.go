@@ -1,9 +1,6 @@
 package main
 
 import (
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/migaudit/migaudit/harnesses/quicgo"
@@ -30,7 +27,7 @@ func newHarnessCmd() *cobra.Command {
 		Short: "serve one large body on a raw QUIC stream and write qlog",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd.Context())
 			defer stop()
 			return quicgo.RunServer(ctx, so, cmd.OutOrStdout())
 		},
@@ -50,7 +47,7 @@ func newHarnessCmd() *cobra.Command {
 		Short: "download the body, migrating as the scenario says, and write qlog",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd.Context())
 			defer stop()
 			return quicgo.RunClient(ctx, co, cmd.OutOrStdout())
 		},

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,7 +48,7 @@ connection), which must come out as port-only / none.`,
   migaudit probe --targets list.txt --out scan.jsonl --concurrency 8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd.Context())
 			defer stop()
 			return runProbe(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/migaudit/migaudit/data"
@@ -143,7 +141,7 @@ the wire).`,
 			if err != nil {
 				return fmt.Errorf("locate migaudit executable: %w", err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd.Context())
 			defer stop()
 			tuning := testbed.DefaultTuning()
 			tuning.PinCPUs, tuning.Spin, tuning.Mlock = pinCPUs, spin, !noMlock

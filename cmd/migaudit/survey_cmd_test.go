@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/migaudit/migaudit/survey"
+	"github.com/migaudit/migaudit/survey/surveytest"
 )
 
 // surveyFile writes the survey package's hand-made fixture, finalised, as a
@@ -15,19 +15,11 @@ import (
 func surveyFile(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	b, err := os.ReadFile("../../survey/testdata/fixture_input.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s survey.Survey
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	survey.Finalise(&s)
+	s := surveytest.Fixture(t)
 	schema, _ := os.ReadFile("../../data/survey.schema.json")
 	os.WriteFile(filepath.Join(dir, survey.SchemaFile), schema, 0o644)
 	p := filepath.Join(dir, "survey_results.json")
-	if err := survey.Write(p, &s); err != nil {
+	if err := survey.Write(p, s); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -67,10 +67,10 @@ func pathFlags(cmd *cobra.Command) func() (testbed.Config, error) {
 	}
 }
 
-// interruptible cancels on SIGINT/SIGTERM so that whatever is half built
-// is taken down before the command exits.
-func interruptible() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// interruptible is ctx, cancelled also by SIGINT or SIGTERM, so that
+// whatever is half built is taken down before the command exits.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
 
 func newTestbedUpCmd() *cobra.Command {
@@ -92,7 +92,7 @@ func newTestbedUpCmd() *cobra.Command {
 		}
 		c.Name = opt.Config.Name
 		opt.Config = c
-		ctx, stop := interruptible()
+		ctx, stop := interruptible(context.Background())
 		defer stop()
 		return testbed.RunUp(ctx, opt, cmd.OutOrStdout())
 	}
@@ -180,7 +180,7 @@ gate exits 2 naming the gate and the numbers. Every tolerance is a veto here (st
 		if err := testbed.Preflight(); err != nil {
 			return err
 		}
-		ctx, stop := interruptible()
+		ctx, stop := interruptible(context.Background())
 		defer stop()
 		start := time.Now()
 		err = testbed.RunCalibrate(ctx, opt, cmd.OutOrStdout())

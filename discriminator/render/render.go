@@ -16,6 +16,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/migaudit/migaudit/discriminator"
+	"github.com/migaudit/migaudit/survey/tables"
 )
 
 // Formats lists the output formats Write accepts.
@@ -179,8 +180,8 @@ func summaryRows(a discriminator.Analysis) [][]string {
 		rows = append(rows, []string{"Constant " + c.Name, v})
 	}
 	rows = append(rows,
-		[]string{"Window before", byteCount(a.WindowBeforeBytes)},
-		[]string{"Window after", byteCount(a.WindowAfterBytes)},
+		[]string{"Window before", tables.Bytes(a.WindowBeforeBytes)},
+		[]string{"Window after", tables.Bytes(a.WindowAfterBytes)},
 		[]string{"Reset observed", yesNo(a.ResetObserved) + " (exact hit on an initial window inside " + scope(a) + ")"},
 		[]string{"RTT after migration", rtt(a.RTT)},
 		[]string{"RTT detail", a.RTT.Detail},
@@ -204,7 +205,7 @@ func eventRows(a discriminator.Analysis) [][]string {
 		if e.Ambiguous {
 			kind += " (ambiguous)"
 		}
-		rows = append(rows, []string{strconv.Itoa(i + 1), ms(e.AtUS), since, kind, byteCount(e.ValueBytes), byteCount(e.PreviousBytes), e.PathID, e.Explanation})
+		rows = append(rows, []string{strconv.Itoa(i + 1), ms(e.AtUS), since, kind, tables.Bytes(e.ValueBytes), tables.Bytes(e.PreviousBytes), e.PathID, e.Explanation})
 	}
 	return rows
 }
@@ -271,21 +272,3 @@ func yesNo(b bool) string {
 
 // ms prints µs as ms with three decimals.
 func ms(us int64) string { return strconv.FormatFloat(float64(us)/1000, 'f', 3, 64) }
-
-// byteCount prints a byte count with thousands separators, as the study does.
-func byteCount(b int64) string {
-	s := strconv.FormatInt(b, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var out []byte
-	for i := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out) + " B"
-	}
-	return string(out) + " B"
-}

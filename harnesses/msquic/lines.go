@@ -5,17 +5,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/migaudit/migaudit/harnesses/run"
 )
 
 // Line is one line the C harness (c/migaudit_msquic.c) prints on stdout:
 //
 //	KEY t_us=<µs since start> unix_us=<wall clock µs> k=v ...
 type Line struct {
-	Key    string
-	TUS    int64
-	At     time.Time
-	Fields map[string]string
-	Raw    string
+	Key string
+	TUS int64
+	At  time.Time
+	run.Fields
+	Raw string
 }
 
 // ParseLine reads one stdout line. Lines that do not start with an upper-case
@@ -44,13 +46,4 @@ func ParseLine(s string) (Line, bool, error) {
 	}
 	l.TUS, l.At = t, time.UnixMicro(u).UTC()
 	return l, true, nil
-}
-
-// Int returns a numeric field, or -1 when it is absent or not a number.
-func (l Line) Int(k string) int64 {
-	v, err := strconv.ParseInt(l.Fields[k], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return v
 }

@@ -5,16 +5,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/migaudit/migaudit/harnesses/run"
 )
 
 // Event is one line pqharness prints on stdout:
 //
 //	EV <unix-ns> <name> key=value ...
 type Event struct {
-	At     time.Time
-	Name   string
-	Fields map[string]string
-	Line   string
+	At   time.Time
+	Name string
+	run.Fields
+	Line string
 }
 
 // ParseEvent parses one stdout line; ok is false for lines that are not
@@ -40,13 +42,4 @@ func ParseEvent(line string) (ev Event, ok bool, err error) {
 		ev.Fields[k] = v
 	}
 	return ev, true, nil
-}
-
-// Int returns a numeric field, or -1 when it is absent or not a number.
-func (e Event) Int(k string) int64 {
-	v, err := strconv.ParseInt(e.Fields[k], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return v
 }

@@ -1,6 +1,9 @@
 package run
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Download follows what a harness client reports of the body it receives:
 // "progress", "received" and "done" lines carrying received=N (or, on
@@ -45,4 +48,16 @@ func (d *Download) Record(res *RepResult, client Process, served int64) {
 	if served >= 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("server served %d bytes", served))
 	}
+}
+
+// Fields are a harness line's key=value fields.
+type Fields map[string]string
+
+// Int returns a numeric field, or -1 when it is absent or not a number.
+func (f Fields) Int(k string) int64 {
+	v, err := strconv.ParseInt(f[k], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return v
 }

@@ -57,3 +57,12 @@ func TestDownload(t *testing.T) {
 		})
 	}
 }
+
+func TestFieldsInt(t *testing.T) {
+	f := Fields{"n": "1234", "neg": "-5", "text": "x", "empty": "", "big": "99999999999999999999"}
+	for k, want := range map[string]int64{"n": 1234, "neg": -5, "text": -1, "empty": -1, "absent": -1, "big": -1} {
+		if got := f.Int(k); got != want {
+			t.Errorf("Int(%q) = %d, want %d", k, got, want)
+		}
+	}
+}

@@ -209,7 +209,16 @@ func signalName(sig syscall.Signal) string {
 
 // Stop sends sig to the process group and waits up to grace for it to exit
 // (programs that flush their traces on SIGINT), then Kills.
-func (p *Proc) Stop(sig syscall.Signal, grace time.Duration) {
+func (p *Proc) Stop(sig syscall.Signal, grace time.Duration) { p.signal(sig, grace, p.Kill) }
+
+// Kill stops the whole process group (SIGTERM, then SIGKILL after 2 s).
+func (p *Proc) Kill() {
+	p.signal(syscall.SIGTERM, 2*time.Second, func() { _ = syscall.Kill(-p.spec.Cmd.Process.Pid, syscall.SIGKILL) })
+}
+
+// signal sends sig to the process group unless it has exited, and calls
+// then if it has not exited after grace.
+func (p *Proc) signal(sig syscall.Signal, grace time.Duration, then func()) {
 	select {
 	case <-p.done:
 		return
@@ -222,26 +231,7 @@ func (p *Proc) Stop(sig syscall.Signal, grace time.Duration) {
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		p.Kill()
-	}
-}
-
-// Kill stops the whole process group (SIGTERM, then SIGKILL after 2 s).
-func (p *Proc) Kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	p.mu.Lock()
-	p.killed = true
-	p.mu.Unlock()
-	pid := p.spec.Cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(2 * time.Second):
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		then()
 	}
 }
 

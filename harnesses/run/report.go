@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/migaudit/migaudit/discriminator"
+	"github.com/migaudit/migaudit/survey/tables"
 )
 
 // PrintTable prints one row per repetition and the aggregate line.
@@ -44,12 +45,12 @@ func PrintTable(w io.Writer, s *Summary) {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s B\t%s B\t%v\t%s\t%s\t%s\t%s\t%v\t%s\n", id, r.Status, moved,
-			Thousands(a.WindowBeforeBytes), Thousands(a.WindowAfterBytes), a.ResetObserved,
+			tables.Thousands(a.WindowBeforeBytes), tables.Thousands(a.WindowAfterBytes), a.ResetObserved,
 			ms(a.RTT.FirstAfterUS), a.RTT.Attribution, a.Q1.Answer, a.Q3.Answer, r.Completed, fid)
 		if r.Return != nil {
 			b := r.Return
 			fmt.Fprintf(tw, "%d↩\t(return B→A)\t\t%s B\t%s B\t%v\t%s\t%s\t%s\t%s\t\n", r.Rep,
-				Thousands(b.WindowBeforeBytes), Thousands(b.WindowAfterBytes), b.ResetObserved,
+				tables.Thousands(b.WindowBeforeBytes), tables.Thousands(b.WindowAfterBytes), b.ResetObserved,
 				ms(b.RTT.FirstAfterUS), b.RTT.Attribution, b.Q1.Answer, b.Q3.Answer)
 		}
 	}
@@ -203,13 +204,13 @@ func describe(prefix string, valid []RepSummary, get func(RepSummary) *discrimin
 	var out []string
 	s := fmt.Sprintf("%sreset observed %d/%d", prefix, len(resets), n)
 	if len(resets) > 0 {
-		s += " at " + rangeB(resets)
+		s += " at " + tables.ByteRange(resets)
 	}
 	if len(afters) > 0 {
-		s += "; without reset, lowest window after migration " + rangeB(afters)
+		s += "; without reset, lowest window after migration " + tables.ByteRange(afters)
 	}
 	out = append(out, s)
-	out = append(out, "pre-migration peaks "+rangeB(peaks))
+	out = append(out, "pre-migration peaks "+tables.ByteRange(peaks))
 	if len(rtts) > 0 {
 		out = append(out, fmt.Sprintf("first post-migration RTT %s (%s)", rangeMS(rtts), counts(attr, n)))
 	}
@@ -304,14 +305,6 @@ func abs(x int64) int64 {
 	return x
 }
 
-func rangeB(v []int64) string {
-	lo, hi := minMax(v)
-	if lo == hi {
-		return Thousands(lo) + " B"
-	}
-	return Thousands(lo) + "–" + Thousands(hi) + " B"
-}
-
 func rangeMS(v []int64) string {
 	lo, hi := minMax(v)
 	if lo == hi {
@@ -333,22 +326,4 @@ func ms(us int64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(float64(us)/1000, 'f', 1, 64) + " ms"
-}
-
-// Thousands formats n with comma separators: 14520 → "14,520".
-func Thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

@@ -92,14 +92,6 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func TestThousands(t *testing.T) {
-	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 14520: "14,520", 572685: "572,685", 1484569: "1,484,569", -40960: "-40,960"} {
-		if got := Thousands(in); got != want {
-			t.Errorf("Thousands(%d) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestAggregate(t *testing.T) {
 	an := func(reset bool, before, after, rtt int64) *discriminator.Analysis {
 		return &discriminator.Analysis{ResetObserved: reset, WindowBeforeBytes: before, WindowAfterBytes: after,

@@ -248,15 +248,5 @@ func downSpawned(t *Testbed) error {
 		<-t.exited
 	}
 	// Backstop, and the answer if the holder could not be reached.
-	var errs []error
-	for _, ns := range []string{t.cli, t.srv} {
-		if err := removeNS(ns, time.Second); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	_ = os.RemoveAll(filepath.Join(StateDir, t.name))
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("testbed %q down: %w (holder: %v)", t.name, err, callErr)
-	}
-	return nil
+	return t.removeState(callErr)
 }

@@ -305,17 +305,7 @@ func downAttached(t *Testbed) error {
 		_ = unix.Kill(in.PID, unix.SIGTERM)
 		time.Sleep(500 * time.Millisecond)
 	}
-	var errs []error
-	for _, ns := range []string{t.cli, t.srv} {
-		if err := removeNS(ns, time.Second); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	_ = os.RemoveAll(filepath.Join(StateDir, t.name))
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("testbed %q down: %w (holder: %v)", t.name, err, callErr)
-	}
-	return nil
+	return t.removeState(callErr)
 }
 
 // Serve answers control requests for an owned instance on a unix socket
@@ -384,4 +374,20 @@ func (t *Testbed) Serve(l net.Listener, downc chan<- struct{}) {
 			}
 		}()
 	}
+}
+
+// removeState removes the namespaces and state an instance leaves, whether
+// or not its holder took them down (callErr: why it could not be asked).
+func (t *Testbed) removeState(callErr error) error {
+	var errs []error
+	for _, ns := range []string{t.cli, t.srv} {
+		if err := removeNS(ns, time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	_ = os.RemoveAll(filepath.Join(StateDir, t.name))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("testbed %q down: %w (holder: %v)", t.name, err, callErr)
+	}
+	return nil
 }

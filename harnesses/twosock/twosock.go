@@ -62,10 +62,10 @@ func Capabilities(lib string, ccs []string, def string, aliases map[string]strin
 
 // Line is one harness line.
 type Line struct {
-	Verb   string
-	At     time.Time
-	Fields map[string]string
-	Raw    string
+	Verb string
+	At   time.Time
+	run.Fields
+	Raw string
 }
 
 // ParseLine returns ok false for STATS and LOG lines and for anything
@@ -92,15 +92,6 @@ func ParseLine(prefix, s string) (Line, bool, error) {
 	}
 	l.At = time.UnixMicro(u).UTC()
 	return l, true, nil
-}
-
-// Int returns a numeric field, or -1.
-func (l Line) Int(k string) int64 {
-	v, err := strconv.ParseInt(l.Fields[k], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return v
 }
 
 // RunRep runs one download with a migration.

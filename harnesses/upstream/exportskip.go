@@ -12,6 +12,11 @@ import (
 // mirror may hold incompletely). The skipped prefixes are written to the
 // build log and recorded in the artifact's Deps beside the commit.
 func (w *Workspace) ExportSkipping(src Source, dst string, prefixes []string) (string, error) {
+	return w.export(src, dst, prefixes)
+}
+
+// export is Export, or ExportSkipping when prefixes is not nil.
+func (w *Workspace) export(src Source, dst string, prefixes []string) (string, error) {
 	r, err := resolve(src)
 	if err != nil {
 		return "", err
@@ -31,8 +36,14 @@ func (w *Workspace) ExportSkipping(src Source, dst string, prefixes []string) (s
 	}
 	w.mu.Lock()
 	w.extra[rel] = r.commit
-	w.extra[rel+".skipped"] = fmt.Sprintf("%d files under %s", skipped, strings.Join(prefixes, ", "))
+	if prefixes != nil {
+		w.extra[rel+".skipped"] = fmt.Sprintf("%d files under %s", skipped, strings.Join(prefixes, ", "))
+	}
 	w.mu.Unlock()
-	fmt.Fprintf(w.Log, "exported %s %s from %s into %s, skipping %d files under %s\n", src.Impl, r.commit, r.repo.Dir, dst, skipped, strings.Join(prefixes, ", "))
+	if prefixes == nil {
+		fmt.Fprintf(w.Log, "exported %s %s from %s into %s\n", src.Impl, r.commit, r.repo.Dir, dst)
+	} else {
+		fmt.Fprintf(w.Log, "exported %s %s from %s into %s, skipping %d files under %s\n", src.Impl, r.commit, r.repo.Dir, dst, skipped, strings.Join(prefixes, ", "))
+	}
 	return r.commit, nil
 }

@@ -506,29 +506,7 @@ func firstArg(a []string) string {
 // Export writes another repository's tree (for example a submodule's pinned
 // commit from its own mirror) into dst and records its commit in the
 // artifact's Deps under dst's path relative to the workspace.
-func (w *Workspace) Export(src Source, dst string) (string, error) {
-	r, err := resolve(src)
-	if err != nil {
-		return "", err
-	}
-	if st, err := os.Stat(dst); err == nil && st.IsDir() {
-		if ents, _ := os.ReadDir(dst); len(ents) == 0 {
-			_ = os.Remove(dst) // an empty submodule directory from the parent's export
-		}
-	}
-	if _, err := r.snap.Export(dst); err != nil {
-		return "", err
-	}
-	rel := dst
-	if p, err := filepath.Rel(filepath.Dir(w.SrcDir), dst); err == nil {
-		rel = p
-	}
-	w.mu.Lock()
-	w.extra[rel] = r.commit
-	w.mu.Unlock()
-	fmt.Fprintf(w.Log, "exported %s %s from %s into %s\n", src.Impl, r.commit, r.repo.Dir, dst)
-	return r.commit, nil
-}
+func (w *Workspace) Export(src Source, dst string) (string, error) { return w.export(src, dst, nil) }
 
 // tailBuffer keeps the last few lines written to it.
 type tailBuffer struct {

@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/migaudit/migaudit/survey"
+	"github.com/migaudit/migaudit/survey/surveytest"
 )
 
 // TestFindingSectionReadsTheLogs: the finding's per-repetition figures come
 // from the committed log, not from the survey: the survey's figures here are
 // all zero, the row shows what the log gives.
 func TestFindingSectionReadsTheLogs(t *testing.T) {
-	s := fixture(t)
+	s := surveytest.Fixture(t)
 	im := s.Find("msquic")
 	root := t.TempDir()
 	rel := "data/evidence/msquic/instrumented/rep1/server.instrument.log.gz"

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"flag"
 	"os"
@@ -11,42 +10,13 @@ import (
 	"testing"
 
 	"github.com/migaudit/migaudit/survey"
+	"github.com/migaudit/migaudit/survey/surveytest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func fixture(t *testing.T) *survey.Survey {
-	t.Helper()
-	b, err := os.ReadFile("../testdata/fixture_input.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s survey.Survey
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	survey.Finalise(&s)
-	return &s
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		os.WriteFile(p, got, 0o644)
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden (go test -update to accept):\n%s", name, got)
-	}
-}
-
 func TestReportCitesTheAuditedLines(t *testing.T) {
-	s := fixture(t)
+	s := surveytest.Fixture(t)
 	for _, name := range []string{"picoquic", "quic-go", "msquic"} {
 		t.Run(name, func(t *testing.T) {
 			im := s.Find(name)
@@ -83,7 +53,7 @@ func TestReportCitesTheAuditedLines(t *testing.T) {
 			if !strings.Contains(md, "## Caveats") || !strings.Contains(md, "## Reproduce") {
 				t.Error("caveats or reproduction missing")
 			}
-			golden(t, name+".md.golden", buf.Bytes())
+			surveytest.Golden(t, name+".md.golden", buf.Bytes(), *update)
 		})
 	}
 }
@@ -93,7 +63,7 @@ func TestUnknownImplementationIsAnError(t *testing.T) {
 	p := filepath.Join(dir, "survey_results.json")
 	b, _ := os.ReadFile("../../data/survey.schema.json")
 	os.WriteFile(filepath.Join(dir, survey.SchemaFile), b, 0o644)
-	if err := survey.Write(p, fixture(t)); err != nil {
+	if err := survey.Write(p, surveytest.Fixture(t)); err != nil {
 		t.Fatal(err)
 	}
 	err := Run(Options{Path: p, Impl: "nosuch"}, &bytes.Buffer{})
@@ -141,5 +111,5 @@ func TestSVGMarksEveryEvent(t *testing.T) {
 	if !strings.Contains(b.String(), "t &lt;&amp;&gt;") {
 		t.Error("title not escaped")
 	}
-	golden(t, "plot.svg.golden", b.Bytes())
+	surveytest.Golden(t, "plot.svg.golden", b.Bytes(), *update)
 }

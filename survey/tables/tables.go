@@ -97,9 +97,10 @@ func ipReps(l *survey.Live) []survey.Repetition {
 }
 
 // Bytes formats n with thousands separators and a unit: 40,960 B.
-func Bytes(n int64) string { return group(n) + " B" }
+func Bytes(n int64) string { return Thousands(n) + " B" }
 
-func group(n int64) string {
+// Thousands formats n with comma separators: 14520 → "14,520".
+func Thousands(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
@@ -116,7 +117,9 @@ func group(n int64) string {
 	return b.String()
 }
 
-func byteRange(vs []int64) string {
+// ByteRange is the range of vs in bytes, one value when all are equal:
+// "40,960–57,344 B", "40,960 B" ("—" for none).
+func ByteRange(vs []int64) string {
 	if len(vs) == 0 {
 		return "—"
 	}
@@ -127,7 +130,7 @@ func byteRange(vs []int64) string {
 	if lo == hi {
 		return Bytes(lo)
 	}
-	return group(lo) + "–" + group(hi) + " B"
+	return Thousands(lo) + "–" + Thousands(hi) + " B"
 }
 
 // Millis formats µs as milliseconds with one decimal (two below 100 ms is
@@ -164,7 +167,7 @@ func WindowTable(s *survey.Survey) Table {
 				resets++
 			}
 		}
-		afterCell := byteRange(after)
+		afterCell := ByteRange(after)
 		reset := "—"
 		if len(reps) > 0 {
 			if resets == 0 {
@@ -203,7 +206,7 @@ func WindowTable(s *survey.Survey) Table {
 		if initCell == "" {
 			initCell = "—"
 		}
-		t.Rows = append(t.Rows, []string{im.Name, byteRange(before), afterCell, initCell, reset, strconv.Itoa(len(reps))})
+		t.Rows = append(t.Rows, []string{im.Name, ByteRange(before), afterCell, initCell, reset, strconv.Itoa(len(reps))})
 	}
 	return t
 }
