@@ -126,8 +126,24 @@ func readJSONSeq(data []byte) (*traceFacts, error) {
 			f.Vantage = strings.Clone(gjson.GetBytes(line, "trace.vantage_point.type").String())
 			continue
 		}
-		// A view of the record: no value below is kept beyond it.
-		r := gjson.GetMany(view(line), "time", "name", "data")
+		// One pass over a view of the record's fields (no value below is
+		// kept beyond it); the first of a repeated key counts, as with Get.
+		var r [3]gjson.Result
+		gjson.Parse(view(line)).ForEach(func(k, x gjson.Result) bool {
+			j := -1
+			switch k.Str {
+			case "time":
+				j = 0
+			case "name":
+				j = 1
+			case "data":
+				j = 2
+			}
+			if j >= 0 && !r[j].Exists() {
+				r[j] = x
+			}
+			return true
+		})
 		t := msToUS(r[0].Float())
 		name := r[1].String()
 		d := r[2]

@@ -90,6 +90,10 @@ type Validator struct {
 	counts     map[string]memoEntry[int]
 	// wires are the decoded captures, by content (wireKey).
 	wires *sync.Map
+	// instrumentedLogs are msquic's instrumented logs read, by file;
+	// studyDigests the study's pinned files' sha256, by repository path.
+	instrumentedLogs map[string]memoEntry[*instrumentedFacts]
+	studyDigests     map[string]memoEntry[string]
 
 	// evict drops each implementation's trace facts once it is checked
 	// (Run; the mutation tests keep them for the many survey variants).
@@ -110,7 +114,8 @@ func New(opts Options) *Validator {
 	return &Validator{opts: opts, sources: newSourceCache(opts.Mirrors),
 		sites: map[string]memoEntry[[]site]{}, traces: map[string]memoEntry[*traceFacts]{}, shas: map[string]string{},
 		runs: map[string]memoEntry[*runID]{}, counts: map[string]memoEntry[int]{}, reads: map[string]memoEntry[*traceRead]{}, studyPaths: map[string]memoEntry[string]{},
-		wires: &sync.Map{}, results: map[string]memoEntry[Result]{}}
+		wires: &sync.Map{}, results: map[string]memoEntry[Result]{},
+		instrumentedLogs: map[string]memoEntry[*instrumentedFacts]{}, studyDigests: map[string]memoEntry[string]{}}
 }
 
 // Run validates the survey file, prints one line per check and the summary
