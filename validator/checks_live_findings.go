@@ -40,7 +40,12 @@ type instrumentedFacts struct {
 	lowestWindow                    int64
 }
 
-// readInstrumented reads a server's instrumented log (gzip or plain).
+// instrumented memoises readInstrumented by file (the mutation tests
+// check many variants of one survey against the same logs).
+func (v *Validator) instrumented(path string) (*instrumentedFacts, error) {
+	return memo(&v.mu, v.instrumentedLogs, canonical(path), func() (*instrumentedFacts, error) { return readInstrumented(path) })
+}
+
 // keyValues are a line's "key=value" fields, looked up in order (a
 // line has a handful: a scan costs less than a map per line).
 type keyValues []string
@@ -56,6 +61,7 @@ func (kv keyValues) get(k string) string {
 	return ""
 }
 
+// readInstrumented reads a server's instrumented log (gzip or plain).
 func readInstrumented(path string) (*instrumentedFacts, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -219,7 +225,7 @@ func checkLiveFindings(v *Validator, doc, im gjson.Result) (Status, string) {
 				d.fail("%s %s: log %s is not in the repetition's directory", id, rep, logRel)
 				continue
 			}
-			fx, err := readInstrumented(filepath.Join(v.opts.RepoRoot, filepath.FromSlash(logRel)))
+			fx, err := v.instrumented(filepath.Join(v.opts.RepoRoot, filepath.FromSlash(logRel)))
 			if err != nil {
 				if os.IsNotExist(err) {
 					d.unverifiable("%s %s: %v", id, rep, err)

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/tidwall/gjson"
 )
 
@@ -28,7 +30,9 @@ import (
 //   - ngtcp2: its qlog records no version; the Debian packages' versions
 //     (dpkg-query) must be the claimed one (--system);
 //   - ngtcp2 and quic-go built from the checkout (result.settings.build
-//     from-checkout): as picoquic and msquic, the build record's commit.
+//     from-checkout): as picoquic and msquic, the build record's commit,
+//     and a git-describe version (v0.61.0-8-g2cfe6ee0b5ac) against the
+//     mirror: the tag, the count of commits after it, the hash.
 //
 // A forger who rewrites the version everywhere a person would look still
 // leaves these behind, unless they rewrite the traces and the module
@@ -42,6 +46,7 @@ var (
 	h1Hash     = regexp.MustCompile(`h1:[A-Za-z0-9+/=]+`)
 	fullCommit = regexp.MustCompile(`\b[0-9a-f]{40}\b`)
 	nativeSHA  = regexp.MustCompile(`NativeSHA256\s*=\s*"([0-9a-f]{64})"`)
+	describeRe = regexp.MustCompile(`^(.+)-(\d+)-g([0-9a-f]{7,40})$`)
 )
 
 func checkLiveVersion(v *Validator, doc, im gjson.Result) (Status, string) {
@@ -76,8 +81,10 @@ func checkLiveVersion(v *Validator, doc, im gjson.Result) (Status, string) {
 		dir := filepath.Dir(mp)
 		if man.Get("result.settings.build").String() == "from-checkout" && (name == "quic-go" || name == "ngtcp2") {
 			// Built from the checkout (harnesses/upstream): its build
-			// record names the commit, as for picoquic and msquic.
+			// record names the commit, as for picoquic and msquic, and
+			// the version is that commit's git describe.
 			builtFrom(&d, rid, claimed, commit, man)
+			v.describes(&d, rid, claimed, im.Get("upstream").String(), commit)
 			continue
 		}
 		switch name {
@@ -207,6 +214,82 @@ func builtFrom(d *verdict, rid, claimed, commit string, man gjson.Result) {
 		d.fail("%s: version %q does not carry the commit it was built from, %s", rid, claimed, commit[:12])
 	}
 	d.note("%s: built from %s", rid, commit[:12])
+}
+
+// describes: a version in git describe's form (<tag>-<n>-g<hash>) must be
+// the pinned commit's: the tag in the mirror, the commit n commits after
+// it (commits the pin reaches that the tag does not), the hash its prefix.
+// Changing the tag alone leaves the hash, which every other check reads,
+// as it was.
+func (v *Validator) describes(d *verdict, rid, claimed, upstream, commit string) {
+	m := describeRe.FindStringSubmatch(claimed)
+	if m == nil {
+		return
+	}
+	tag, hash := m[1], m[3]
+	if !strings.HasPrefix(commit, hash) {
+		d.fail("%s: version %q names commit %s, the pin is %s", rid, claimed, hash, short12(commit))
+		return
+	}
+	n, err := memo(&v.mu, v.counts, "describe#"+upstream+"#"+tag+"#"+commit, func() (int, error) {
+		dir, err := findMirror(v.opts.Mirrors, upstream)
+		if err != nil {
+			return 0, err
+		}
+		return commitsAfterTag(dir, tag, commit)
+	})
+	switch {
+	case err != nil:
+		sourceErr(d, fmt.Errorf("%s: version %q: %w", rid, claimed, err))
+	case strconv.Itoa(n) != m[2]:
+		d.fail("%s: version %q, but the pinned commit %s is %d commits after %s", rid, claimed, short12(commit), n, tag)
+	default:
+		d.note("%s: %s is %d commits after %s", rid, short12(commit), n, tag)
+	}
+}
+
+// commitsAfterTag counts the commits commit reaches that tag does not, as
+// git describe does.
+func commitsAfterTag(dir, tag, commit string) (int, error) {
+	repo, err := openRepo(dir)
+	if err != nil {
+		return 0, fmt.Errorf("%w: open %s: %v", errNoSource, dir, err)
+	}
+	ref, err := repo.Tag(tag)
+	if err != nil {
+		return 0, fmt.Errorf("no tag %s in %s", tag, dir)
+	}
+	base := ref.Hash()
+	if to, err := repo.TagObject(base); err == nil {
+		base = to.Target
+	}
+	reach := func(from plumbing.Hash, stop map[plumbing.Hash]bool) (map[plumbing.Hash]bool, error) {
+		seen := map[plumbing.Hash]bool{}
+		todo := []plumbing.Hash{from}
+		for len(todo) > 0 {
+			h := todo[len(todo)-1]
+			todo = todo[:len(todo)-1]
+			if seen[h] || stop[h] {
+				continue
+			}
+			seen[h] = true
+			c, err := repo.CommitObject(h)
+			if err != nil {
+				return nil, fmt.Errorf("commit %s in %s: %v", h, dir, err)
+			}
+			todo = append(todo, c.ParentHashes...)
+		}
+		return seen, nil
+	}
+	ofTag, err := reach(base, nil)
+	if err != nil {
+		return 0, err
+	}
+	after, err := reach(plumbing.NewHash(commit), ofTag)
+	if err != nil {
+		return 0, err
+	}
+	return len(after), nil
 }
 
 // firstLine reads a (possibly gzipped) file's first line.

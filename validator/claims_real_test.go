@@ -249,7 +249,7 @@ func runPlanted(t *testing.T, faults []planted, strict bool) (caught int, missed
 			// The sources and every file the fault leaves alone are read
 			// once: the caches are keyed by the file a link resolves to.
 			v.sources, v.sites, v.counts = base.sources, base.sites, base.counts
-			v.traces, v.runs, v.shas, v.reads = base.traces, base.runs, base.shas, base.reads
+			v.traces, v.runs, v.shas, v.reads, v.wires = base.traces, base.runs, base.shas, base.reads, base.wires
 		}
 		if f.survey != nil {
 			f.survey(t, doc)

@@ -82,6 +82,8 @@ func TestForgedVersionsAndAnalyses(t *testing.T) {
 	runPlanted(t, []planted{
 		{name: "quic-go v0.61.0 → v0.60.1 in survey, manifests, stdout", check: "quic-go/live-version",
 			files: forgeVersion("quic-go", "v0.61.0", "v0.60.1", "", "")},
+		{name: "quic-go v0.61.0-8 → v0.60.0-8 (a real tag, the commit count kept)", check: "quic-go/live-version",
+			files: forgeVersion("quic-go", "v0.61.0", "v0.60.0", "", "")},
 		{name: "quic-go v0.60.1 with a module hash of its own", check: "quic-go/live-version",
 			files: forgeVersion("quic-go", "v0.61.0", "v0.60.1", "h1:ui88A53s8MSVYLC56en0KQ17HARk+9986Dn0SBfKNvA=", "h1:Qzq7VqqeJtYHfPSDoNiJY3rUm8ox3zKiWQxFQmHuKk4=")},
 		{name: "ngtcp2 0.12.1 → 0.12.0 in survey and manifests", check: "ngtcp2/live-version",

@@ -96,6 +96,12 @@ func (v *Validator) studyPathOnce(rel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// Its digest too, so that the pin check does not read it again.
+	v.mu.Lock()
+	if _, ok := v.studyDigests[f.Path]; !ok {
+		v.studyDigests[f.Path] = memoEntry[string]{val: hexSHA(b)}
+	}
+	v.mu.Unlock()
 	pin, _ := data.Study()
 	base, err := os.UserCacheDir()
 	if err != nil {
@@ -112,6 +118,17 @@ func (v *Validator) studyPathOnce(rel string) (string, error) {
 		return "", err
 	}
 	return p, nil
+}
+
+// studyDigest is the sha256 of a pinned study file, read once.
+func (v *Validator) studyDigest(path string) (string, error) {
+	return memo(&v.mu, v.studyDigests, path, func() (string, error) {
+		b, _, err := v.studyBlob(path)
+		if err != nil {
+			return "", err
+		}
+		return hexSHA(b), nil
+	})
 }
 
 // blob returns the raw bytes of path at the tree's commit.
@@ -146,12 +163,12 @@ func checkStudyPin(v *Validator, doc, _ gjson.Result) (Status, string) {
 	}
 	ok := 0
 	for _, f := range pin.Files {
-		b, _, err := v.studyBlob(f.Path)
+		got, err := v.studyDigest(f.Path)
 		if err != nil {
 			sourceErr(&d, err)
 			continue
 		}
-		if got := hexSHA(b); got != f.SHA256 {
+		if got != f.SHA256 {
 			d.fail("%s at %s has sha256 %s…, data/study.json pins %s…", f.Path, short(pin.Commit), got[:12], f.SHA256[:12])
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -91,6 +92,11 @@ func traceFrom(path string, raw, data []byte) (*traceFacts, error) {
 	return f, nil
 }
 
+// view is b as a string without a copy, for reading with gjson: b is not
+// changed while the view is in use, and a value kept from it must be
+// copied (strings.Clone, or a string built anew).
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 func msToUS(ms float64) int64 { return int64(math.Round(ms * 1000)) }
 
 // readJSONSeq reads JSON-SEQ qlog (quic-go, ngtcp2, quiche): times and RTTs
@@ -120,9 +126,24 @@ func readJSONSeq(data []byte) (*traceFacts, error) {
 			f.Vantage = strings.Clone(gjson.GetBytes(line, "trace.vantage_point.type").String())
 			continue
 		}
-		// One copy of the record, which every value below is a substring
-		// of (GetManyBytes copies each value's raw text again).
-		r := gjson.GetMany(string(line), "time", "name", "data")
+		// One pass over a view of the record's fields (no value below is
+		// kept beyond it); the first of a repeated key counts, as with Get.
+		var r [3]gjson.Result
+		gjson.Parse(view(line)).ForEach(func(k, x gjson.Result) bool {
+			j := -1
+			switch k.Str {
+			case "time":
+				j = 0
+			case "name":
+				j = 1
+			case "data":
+				j = 2
+			}
+			if j >= 0 && !r[j].Exists() {
+				r[j] = x
+			}
+			return true
+		})
 		t := msToUS(r[0].Float())
 		name := r[1].String()
 		d := r[2]
@@ -213,7 +234,9 @@ func readPositionalQlog(data []byte) (*traceFacts, error) {
 		return nil, fmt.Errorf("draft-00 qlog is not a valid JSON document")
 	}
 	f := &traceFacts{Format: "qlog-draft-00", HasAddrs: true}
-	tr := gjson.GetBytes(data, "traces.0")
+	// A view, not a copy (GetBytes would copy traces.0, nearly the whole
+	// document): every string kept in the facts below is a new one.
+	tr := gjson.Get(view(data), "traces.0")
 	// A clone: the value is a substring of the whole document's copy,
 	// which it would otherwise keep alive as long as the facts.
 	f.Vantage = strings.Clone(tr.Get("vantage_point.type").String())

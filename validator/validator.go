@@ -10,6 +10,8 @@
 package validator
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,10 +88,21 @@ type Validator struct {
 	// studyPaths are the study's files, each read out of its repository once.
 	studyPaths map[string]memoEntry[string]
 	counts     map[string]memoEntry[int]
+	// wires are the decoded captures, by content (wireKey).
+	wires *sync.Map
+	// instrumentedLogs are msquic's instrumented logs read, by file;
+	// studyDigests the study's pinned files' sha256, by repository path.
+	instrumentedLogs map[string]memoEntry[*instrumentedFacts]
+	studyDigests     map[string]memoEntry[string]
 
 	// evict drops each implementation's trace facts once it is checked
 	// (Run; the mutation tests keep them for the many survey variants).
 	evict bool
+	// reuse memoises the result of every check that reads its entry alone
+	// (not in readsWholeSurvey) by the entry's content: the mutation tests
+	// check thousands of variants of one survey, each changing one entry.
+	reuse   bool
+	results map[string]memoEntry[Result]
 
 	pinOnce sync.Once
 	pinned  map[string]pin
@@ -100,7 +113,9 @@ type Validator struct {
 func New(opts Options) *Validator {
 	return &Validator{opts: opts, sources: newSourceCache(opts.Mirrors),
 		sites: map[string]memoEntry[[]site]{}, traces: map[string]memoEntry[*traceFacts]{}, shas: map[string]string{},
-		runs: map[string]memoEntry[*runID]{}, counts: map[string]memoEntry[int]{}, reads: map[string]memoEntry[*traceRead]{}, studyPaths: map[string]memoEntry[string]{}}
+		runs: map[string]memoEntry[*runID]{}, counts: map[string]memoEntry[int]{}, reads: map[string]memoEntry[*traceRead]{}, studyPaths: map[string]memoEntry[string]{},
+		wires: &sync.Map{}, results: map[string]memoEntry[Result]{},
+		instrumentedLogs: map[string]memoEntry[*instrumentedFacts]{}, studyDigests: map[string]memoEntry[string]{}}
 }
 
 // Run validates the survey file, prints one line per check and the summary
@@ -181,6 +196,7 @@ func (v *Validator) Check(raw []byte) []Result {
 	doc := gjson.ParseBytes(raw)
 	impls := doc.Get("implementations").Array()
 	per := make([][]Result, len(impls))
+	later := make([][]pendingCheck, len(impls))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(impls)) {
@@ -188,7 +204,7 @@ func (v *Validator) Check(raw []byte) []Result {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				per[i] = v.checkImpl(doc, impls[i])
+				per[i], later[i] = v.checkImpl(doc, impls[i])
 			}
 		}()
 	}
@@ -206,6 +222,35 @@ func (v *Validator) Check(raw []byte) []Result {
 	}
 	close(work)
 	wg.Wait()
+	// The checks across implementations, once every implementation's own
+	// checks have read (and dropped) its traces: what they compare, the
+	// traces' identities, is kept.
+	var pending []*pendingCheck
+	for i := range later {
+		for j := range later[i] {
+			pending = append(pending, &later[i][j])
+		}
+	}
+	next := make(chan *pendingCheck)
+	for range min(runtime.GOMAXPROCS(0), max(len(pending), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range next {
+				p.result.Status, p.result.Found = p.c.fn(v, doc, p.im)
+			}
+		}()
+	}
+	for _, p := range pending {
+		next <- p
+	}
+	close(next)
+	wg.Wait()
+	for i := range later {
+		for _, p := range later[i] {
+			per[i][p.at] = p.result
+		}
+	}
 	var out []Result
 	for _, rs := range per {
 		out = append(out, rs...)
@@ -220,16 +265,54 @@ func (v *Validator) Check(raw []byte) []Result {
 	return out
 }
 
-// checkImpl runs the checks of one implementation entry.
-func (v *Validator) checkImpl(doc, im gjson.Result) []Result {
+// afterAll names the per-implementation checks that compare against every
+// other implementation's traces: they run once every implementation's own
+// checks are done, so that no implementation's checks read (and hold)
+// another's traces.
+var afterAll = map[string]bool{"run-identity": true}
+
+// readsWholeSurvey names the per-implementation checks that read more of
+// the survey than their entry (the disagreements, every repetition of every
+// implementation, the study's inputs).
+var readsWholeSurvey = map[string]bool{"answers": true, "run-identity": true, "fix-visible": true}
+
+// pendingCheck is a check of afterAll left for later, and its slot.
+type pendingCheck struct {
+	at     int
+	c      check
+	im     gjson.Result
+	result Result
+}
+
+// checkImpl runs the checks of one implementation entry; those in afterAll
+// are returned for later, their slots held in the results.
+func (v *Validator) checkImpl(doc, im gjson.Result) ([]Result, []pendingCheck) {
 	var out []Result
+	var later []pendingCheck
+	run := func(id string, c check, im gjson.Result) {
+		if afterAll[c.name] {
+			later = append(later, pendingCheck{at: len(out), c: c, im: im, result: Result{ID: id}})
+			out = append(out, Result{ID: id})
+			return
+		}
+		if v.reuse && !readsWholeSurvey[c.name] {
+			sum := sha256.Sum256([]byte(im.Raw))
+			r, _ := memo(&v.mu, v.results, id+"\x00"+string(sum[:]), func() (Result, error) {
+				st, found := c.fn(v, doc, im)
+				return Result{ID: id, Status: st, Found: found}, nil
+			})
+			out = append(out, r)
+			return
+		}
+		st, found := c.fn(v, doc, im)
+		out = append(out, Result{ID: id, Status: st, Found: found})
+	}
 	name := im.Get("name").String()
 	for _, c := range perImplChecks {
 		if !c.applies(im) {
 			continue // nothing claimed, nothing to check
 		}
-		st, found := c.fn(v, doc, im)
-		out = append(out, Result{ID: name + "/" + c.name, Status: st, Found: found})
+		run(name+"/"+c.name, c, im)
 	}
 	for _, c := range specificChecks[name] {
 		st, found := c.fn(v, doc, im)
@@ -242,8 +325,7 @@ func (v *Validator) checkImpl(doc, im gjson.Result) []Result {
 			if !(strings.HasPrefix(c.claim, "live.") || c.name == "constants") || !c.applies(ref) {
 				continue
 			}
-			st, found := c.fn(v, doc, ref)
-			out = append(out, Result{ID: name + "/reference/" + c.name, Status: st, Found: found})
+			run(name+"/reference/"+c.name, c, ref)
 		}
 		for _, c := range append([]check{{"q1", checkRepQ1, ""}}, specificChecks[name]...) {
 			st, found := c.fn(v, doc, ref)
@@ -256,11 +338,11 @@ func (v *Validator) checkImpl(doc, im gjson.Result) []Result {
 		// the counts they use are memoised).
 		v.sources.drop(im.Get("upstream").String(), im.Get("commit").String())
 	}
-	return out
+	return out, later
 }
 
 // memoryLimit is the soft heap limit a validation runs under.
-const memoryLimit = 170 << 20
+const memoryLimit = 140 << 20
 
 // dropTraces forgets the facts of im's traces (their identities stay:
 // other implementations' run-identity checks compare them).
@@ -271,6 +353,7 @@ func (v *Validator) dropTraces(im gjson.Result) {
 		for _, rep := range l.Get("repetitions").Array() {
 			if p, err := v.resolve(origin, rep.Get("trace").String()); err == nil {
 				paths = append(paths, canonical(p))
+				v.dropWire(wireDir(p))
 			}
 		}
 	}
@@ -463,6 +546,8 @@ func (v *Validator) readOnce(path string) (*traceRead, error) {
 		if err != nil {
 			return nil, err
 		}
+		release := decoding.acquire(decompressedSize(raw))
+		defer release()
 		data, err := decompress(raw)
 		if err != nil && !errors.Is(err, errTruncated) {
 			return nil, fmt.Errorf("%s: gzip: %w", path, err)
@@ -473,6 +558,52 @@ func (v *Validator) readOnce(path string) (*traceRead, error) {
 		}
 		return &traceRead{facts: facts, id: runIDFrom(path, data)}, nil
 	})
+}
+
+// decoding bounds the decompressed trace content held at once: the
+// workers check implementations in parallel, but two of the largest
+// traces decoded side by side are most of a validation's peak memory.
+var decoding = &budget{left: decodeBudget}
+
+// decodeBudget is the decompressed bytes in flight across workers; a
+// trace larger than it is decoded alone.
+const decodeBudget = 40 << 20
+
+// budget is a counting semaphore over bytes.
+type budget struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	left int
+}
+
+// acquire waits until n bytes fit (or nothing else is held) and returns
+// their release.
+func (b *budget) acquire(n int) func() {
+	b.mu.Lock()
+	if b.cond == nil {
+		b.cond = sync.NewCond(&b.mu)
+	}
+	n = min(n, decodeBudget)
+	for b.left < n {
+		b.cond.Wait()
+	}
+	b.left -= n
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		b.left += n
+		b.cond.Broadcast()
+		b.mu.Unlock()
+	}
+}
+
+// decompressedSize is what a gzip file's trailer records (the size modulo
+// 2^32), or the length of other content.
+func decompressedSize(raw []byte) int {
+	if len(raw) >= 18 && raw[0] == 0x1f && raw[1] == 0x8b {
+		return int(binary.LittleEndian.Uint32(raw[len(raw)-4:]))
+	}
+	return len(raw)
 }
 
 // sortedKeys is for stable messages.

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/tidwall/gjson"
 )
 
 // fixture is a validator world built from testdata: one small git
@@ -212,9 +214,21 @@ func TestNoSourceIsUnverifiableNotPass(t *testing.T) {
 }
 
 // mutant is one perturbed survey.
+// mutant is one perturbed value: the survey with n bytes at offset at
+// replaced by repl. Built on demand (bytes), so that thousands of mutants
+// do not hold thousands of copies of the survey, and every entry the
+// mutant leaves alone keeps its bytes (Validator.reuse finds its results).
 type mutant struct {
 	where string
-	raw   []byte
+	at, n int
+	repl  []byte
+}
+
+func (m mutant) bytes(raw []byte) []byte {
+	out := make([]byte, 0, len(raw)-m.n+len(m.repl))
+	out = append(out, raw[:m.at]...)
+	out = append(out, m.repl...)
+	return append(out, raw[m.at+m.n:]...)
 }
 
 // mutants perturbs every numeric value (×2+1), every answer (to another
@@ -228,8 +242,23 @@ func mutantsBy(raw []byte, perturb func(float64) float64) []mutant {
 	json.Unmarshal(raw, &doc)
 	var out []mutant
 	answerKeys := map[string]bool{"answer": true, "source_answer": true, "live_answer": true, "q1": true, "q3": true}
-	var walk func(v any, path string, set func(any))
-	walk = func(v any, path string, set func(any)) {
+	esc := strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`)
+	add := func(path, gpath string, v any) {
+		r := gjson.GetBytes(raw, gpath)
+		if !r.Exists() || r.Index == 0 {
+			panic("mutant " + path + ": no value at " + gpath)
+		}
+		b, _ := json.Marshal(v)
+		out = append(out, mutant{where: path, at: r.Index, n: len(r.Raw), repl: b})
+	}
+	var walk func(v any, path, gpath string)
+	walk = func(v any, path, gpath string) {
+		join := func(k string) string {
+			if gpath == "" {
+				return esc.Replace(k)
+			}
+			return gpath + "." + esc.Replace(k)
+		}
 		switch c := v.(type) {
 		case map[string]any:
 			keys := make([]string, 0, len(c))
@@ -241,19 +270,14 @@ func mutantsBy(raw []byte, perturb func(float64) float64) []mutant {
 				if k == "validation" || k == "schema_version" {
 					continue
 				}
-				k := k
-				walk(c[k], path+"/"+k, func(n any) { c[k] = n })
+				walk(c[k], path+"/"+k, join(k))
 			}
 		case []any:
 			for i := range c {
-				i := i
-				walk(c[i], fmt.Sprintf("%s/%d", path, i), func(n any) { c[i] = n })
+				walk(c[i], fmt.Sprintf("%s/%d", path, i), join(strconv.Itoa(i)))
 			}
 		case float64:
-			set(perturb(c))
-			b, _ := json.Marshal(doc)
-			out = append(out, mutant{path, b})
-			set(c)
+			add(path, gpath, perturb(c))
 		case string:
 			key := path[strings.LastIndex(path, "/")+1:]
 			var repl string
@@ -268,13 +292,10 @@ func mutantsBy(raw []byte, perturb func(float64) float64) []mutant {
 			default:
 				return
 			}
-			set(repl)
-			b, _ := json.Marshal(doc)
-			out = append(out, mutant{path, b})
-			set(c)
+			add(path, gpath, repl)
 		}
 	}
-	walk(doc, "", func(any) {})
+	walk(doc, "", "")
 	return out
 }
 
@@ -286,6 +307,8 @@ func mutationScore(t *testing.T, v *Validator, raw []byte) (killed int, survivor
 }
 
 func scoreMutants(v *Validator, raw []byte, ms []mutant) (killed int, survivors []string, total int) {
+	// Each mutant changes one entry: the others' checks are reused.
+	v.reuse = true
 	base := strings.Join(failures(v.Check(raw)), "\n")
 	dead := make([]bool, len(ms))
 	var wg sync.WaitGroup
@@ -295,7 +318,7 @@ func scoreMutants(v *Validator, raw []byte, ms []mutant) (killed int, survivors 
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				dead[i] = strings.Join(failures(v.Check(ms[i].raw)), "\n") != base
+				dead[i] = strings.Join(failures(v.Check(ms[i].bytes(raw))), "\n") != base
 			}
 		}()
 	}

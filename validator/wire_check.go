@@ -73,11 +73,20 @@ type wireMapEntry struct {
 var errNoWire = errors.New("no wire evidence")
 
 // loadWire reads a repetition directory's capture and key log.
-func loadWire(dir string) (*WireMap, error) { return loadWireBy(dir, fileDigest) }
+func loadWire(dir string) (*WireMap, error) { return loadWireBy(dir, fileDigest, &wireMaps) }
 
-// wire is loadWire with the files' digests memoised by the validator: a
-// capture is hashed once per validation, not once per claim.
-func (v *Validator) wire(dir string) (*WireMap, error) { return loadWireBy(dir, v.fileSHA) }
+// wire is loadWire with the files' digests memoised by the validator (a
+// capture is hashed once per validation, not once per claim) and the
+// decoded captures kept by the validator, so that a validation can drop
+// an implementation's once it is checked (dropWire).
+func (v *Validator) wire(dir string) (*WireMap, error) { return loadWireBy(dir, v.fileSHA, v.wires) }
+
+// dropWire forgets the decoded capture of a repetition directory.
+func (v *Validator) dropWire(dir string) {
+	if key, err := wireKey(dir, v.fileSHA); err == nil {
+		v.wires.Delete(key)
+	}
+}
 
 // checkWireClaim is CheckWireClaim through v.wire.
 func (v *Validator) checkWireClaim(repDir string, c WireClaim) (Status, string) {
@@ -92,31 +101,40 @@ func fileDigest(p string) (string, error) {
 	return shaHexOf(b), nil
 }
 
-func loadWireBy(dir string, digest func(string) (string, error)) (*WireMap, error) {
+// wireKey identifies a repetition's capture and key log by content: the
+// planted-fault tests copy the evidence into many shadow trees, and
+// decoding a capture costs far more than hashing it.
+func wireKey(dir string, digest func(string) (string, error)) (string, error) {
 	capPath, klPath := filepath.Join(dir, WireCaptureFile), filepath.Join(dir, WireKeyLogFile)
 	ci, err := os.Stat(capPath)
 	if err != nil {
-		return nil, fmt.Errorf("%w: no capture %s", errNoWire, capPath)
+		return "", fmt.Errorf("%w: no capture %s", errNoWire, capPath)
 	}
 	ki, err := os.Stat(klPath)
 	if err != nil {
-		return nil, fmt.Errorf("%w: no key log %s, so the 1-RTT packet numbers stay header-protected", errNoWire, klPath)
+		return "", fmt.Errorf("%w: no key log %s, so the 1-RTT packet numbers stay header-protected", errNoWire, klPath)
 	}
-	// By content: the planted-fault tests copy the evidence into many
-	// shadow trees, and decoding a capture costs far more than hashing it.
 	key := fmt.Sprintf("%d|%d", ci.Size(), ki.Size())
 	for _, p := range []string{capPath, klPath} {
 		h, err := digest(p)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		key += "|" + h
 	}
-	if e, ok := wireMaps.Load(key); ok {
+	return key, nil
+}
+
+func loadWireBy(dir string, digest func(string) (string, error), cache *sync.Map) (*WireMap, error) {
+	key, err := wireKey(dir, digest)
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := cache.Load(key); ok {
 		return e.(wireMapEntry).m, e.(wireMapEntry).err
 	}
-	m, err := ReadWire(capPath, klPath)
-	wireMaps.Store(key, wireMapEntry{m, err})
+	m, err := ReadWire(filepath.Join(dir, WireCaptureFile), filepath.Join(dir, WireKeyLogFile))
+	cache.Store(key, wireMapEntry{m, err})
 	return m, err
 }
 
