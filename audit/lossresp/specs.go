@@ -9,6 +9,8 @@ const (
 	ngtcp2Ref   = "v0.12.1"
 	quicheRef   = "0.18.0"
 	quicgoRef   = "v0.61.0"
+	// quicly is built from its pin (harnesses/quicly).
+	quiclyRef = "b11d3634282371bcd643cf69d48b7b4b983fa1ba"
 )
 
 // What can add to the window between its last logged value and the
@@ -105,5 +107,21 @@ var Specs = []Spec{
 		FloorDef:  &Def{File: "internal/congestion/cubic_sender.go", Pattern: `^\s*%s\s+= (\d+)`},
 		FloorExpr: "%d*S", FloorParams: map[string]float64{"S": 1280},
 		Multiplies: "congestionWindow at the loss event", Growth: growthAckFirst,
+	},
+	{
+		// The same line halves the window on the first loss out of slow
+		// start (ssthresh still UINT32_MAX): that branch is not this
+		// product, and its collapse stays unexplained.
+		Impl: "quicly", Upstream: "https://github.com/h2o/quicly", Ref: quiclyRef,
+		Algorithm: "reno", Default: true, File: "lib/cc-reno.c",
+		Anchors:    []string{`^void quicly_cc_reno_on_lost\(`},
+		Apply:      `cc->cwnd \*= cc->ssthresh == UINT32_MAX \? 0\.5 : (\w+);`,
+		Arithmetic: "float64-trunc",
+		FactorDef:  &Def{File: "include/quicly/cc.h", Pattern: `^#define %s ([0-9.]+)`},
+		Floor:      `cc->cwnd < (\w+) \* max_udp_payload_size\)`,
+		FloorDef:   &Def{File: "include/quicly/cc.h", Pattern: `^#define %s (\d+)`},
+		FloorExpr:  "%d*S", FloorParams: map[string]float64{"S": 1280},
+		Multiplies: "cwnd at a loss after the first (cwnd *= QUICLY_RENO_BETA; cwnd is a uint32_t, the double product truncated); ssthresh = cwnd follows",
+		Growth:     growthAckFirst,
 	},
 }
