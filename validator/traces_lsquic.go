@@ -107,7 +107,9 @@ func (s *sockTrace) verb(t int64, verb string, kv map[string]string) error {
 // [QUIC:CID] module: text"): short-header "TX packet #N" lines are sends,
 // "RX ACK frame: [hi-lo]…" after a short-header "RX packet" the largest
 // acknowledged, the PATH_CHALLENGE/PATH_RESPONSE lines path validation, and
-// "switched paths" / "path validated: switching" the path switch.
+// "switched paths" / "path validated: switching" the path switch, and
+// sendctl's "packno N; rtt: R; delta: D; new srtt: S" (take_rtt_sample) a
+// sample of the latest and smoothed RTT.
 func readLsquicLog(data []byte) (*traceFacts, error) {
 	s := &sockTrace{f: &traceFacts{Format: "lsquic-log", HasAddrs: true}, prefix: "[lsq_"}
 	rxShort := false
@@ -153,6 +155,12 @@ func readLsquicLog(data []byte) (*traceFacts, error) {
 			ev("challenge_sent")
 		case module == "event" && strings.HasPrefix(text, "generated PATH_RESPONSE("):
 			ev("response_sent")
+		case module == "sendctl" && strings.HasPrefix(text, "packno "):
+			sm, err := lsquicRTTSample(t, text)
+			if err != nil {
+				return err
+			}
+			s.f.Samples = append(s.f.Samples, sm)
 		case strings.HasPrefix(text, "received path challenge "):
 			ev("challenge_received")
 		case strings.HasPrefix(text, "received path response: "):
@@ -199,4 +207,35 @@ func lsquicAckLargest(s string) (int64, error) {
 		return 0, fmt.Errorf("ACK frame without ranges")
 	}
 	return largest, nil
+}
+
+// lsquicRTTSample reads "packno N; rtt: R; delta: D; new srtt: S" (µs).
+func lsquicRTTSample(t int64, text string) (sample, error) {
+	sm := newSample(t)
+	seen := 0
+	for _, f := range strings.Split(text, "; ") {
+		var dst *int64
+		var v string
+		switch {
+		case strings.HasPrefix(f, "rtt: "):
+			dst, v = &sm.Latest, f[len("rtt: "):]
+		case strings.HasPrefix(f, "new srtt: "):
+			dst, v = &sm.SRTT, f[len("new srtt: "):]
+		case strings.HasPrefix(f, "packno "):
+			var pn int64
+			dst, v = &pn, f[len("packno "):]
+		default:
+			continue
+		}
+		x, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || x < 0 {
+			return sm, fmt.Errorf("RTT sample %q: %q is not a non-negative integer", text, v)
+		}
+		*dst = x
+		seen++
+	}
+	if seen != 3 {
+		return sm, fmt.Errorf("RTT sample line without packno, rtt and new srtt: %q", text)
+	}
+	return sm, nil
 }
