@@ -11,6 +11,8 @@ const (
 	quicgoRef   = "v0.61.0"
 	// quicly is built from its pin (harnesses/quicly).
 	quiclyRef = "b11d3634282371bcd643cf69d48b7b4b983fa1ba"
+	// xquic is built from its pin (harnesses/xquic).
+	xquicRef = "d67938db705c39b1f160ed1596ab4392f75e7e3c"
 )
 
 // What can add to the window between its last logged value and the
@@ -122,6 +124,18 @@ var Specs = []Spec{
 		FloorDef:   &Def{File: "include/quicly/cc.h", Pattern: `^#define %s (\d+)`},
 		FloorExpr:  "%d*S", FloorParams: map[string]float64{"S": 1280},
 		Multiplies: "cwnd at a loss after the first (cwnd *= QUICLY_RENO_BETA; cwnd is a uint32_t, the double product truncated); ssthresh = cwnd follows",
+		Growth:     growthAckFirst,
+	},
+	{
+		Impl: "xquic", Upstream: "https://github.com/alibaba/xquic", Ref: xquicRef,
+		Algorithm: "cubic", Default: true, File: "src/congestion_control/xqc_cubic.c",
+		Anchors:    []string{`^xqc_cubic_on_lost\(`, `Multiplicative Decrease`},
+		Apply:      `cubic->cwnd = cubic->cwnd \* (\w+) / (\w+);`,
+		Arithmetic: "int-muldiv",
+		FactorDef:  &Def{File: "src/congestion_control/xqc_cubic.c", Pattern: `^#define %s\s+(\d+)`},
+		Floor:      `^#define XQC_CUBIC_MIN_WIN\s+\((\d+) \* XQC_CUBIC_MSS\)`, FloorAnywhere: true,
+		FloorExpr: "%d*S", FloorParams: map[string]float64{"S": 1436},
+		Multiplies: "cwnd at the loss event (then at least min_cwnd); ssthresh = cwnd follows",
 		Growth:     growthAckFirst,
 	},
 }
