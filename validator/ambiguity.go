@@ -95,6 +95,7 @@ func (v *Validator) wireAttribution(im, rep gjson.Result, capture string) (strin
 	if err := json.Unmarshal([]byte(claims[0].Raw), &c); err != nil {
 		return "", fmt.Errorf("wire_claims[0]: %w", err)
 	}
+	c.perPacket = v.perPacketSample(im, rep, c.Packet)
 	if st, why := CheckWireClaim(filepath.Dir(p), c); st != Pass {
 		return "", fmt.Errorf("its first wire claim does not hold: %s", why)
 	}
@@ -141,6 +142,7 @@ func (v *Validator) wireQ3(im, rep gjson.Result) (answer, why string, ok bool, e
 		if err := json.Unmarshal([]byte(cl.Raw), &c); err != nil {
 			return "", "", true, fmt.Errorf("wire_claims[%d]: %w", i, err)
 		}
+		c.perPacket = v.perPacketSample(im, rep, c.Packet)
 		if st, found := CheckWireClaim(filepath.Dir(p), c); st != Pass {
 			return "", "", true, fmt.Errorf("wire_claims[%d] does not hold: %s", i, found)
 		}

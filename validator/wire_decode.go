@@ -141,6 +141,10 @@ type wireDecoder struct {
 	retry    bool
 	hello    [2][]byte // CRYPTO bytes of the Initial space from offset 0
 	suite    *tlsSuite
+	// pendingCut: per sender, the cut 1-RTT packets (number, record) read
+	// since the last one that opened; they move with the next whole
+	// packet's number when it resynchronises (resyncPN).
+	pendingCut [2][][2]int64
 }
 
 func decodeWire(name string, dgs []datagram, kl *nssKeyLog) (*WireMap, error) {
@@ -293,6 +297,31 @@ func (d *wireDecoder) unprotectResync(dir *direction, gen int, largest *int64, p
 	return plain, pn, nil
 }
 
+// shiftPending renumbers the cut packets read since the last packet that
+// opened by delta: they were numbered from the same stale base as the
+// packet that just resynchronised.
+func (d *wireDecoder) shiftPending(s int, delta int64) {
+	if delta == 0 {
+		return
+	}
+	for _, c := range d.pendingCut[s] {
+		pn, rec := c[0], int(c[1])
+		ss := d.m.Sent[s][pn]
+		for i := range ss {
+			if ss[i].Record == rec {
+				d.m.Sent[s][pn+delta] = append(d.m.Sent[s][pn+delta], ss[i])
+				ss = append(ss[:i], ss[i+1:]...)
+				break
+			}
+		}
+		if len(ss) == 0 {
+			delete(d.m.Sent[s], pn)
+		} else {
+			d.m.Sent[s][pn] = ss
+		}
+	}
+}
+
 // resyncSpan is how many packet numbers a gap in a capture may skip and
 // still be bridged by resyncPN.
 const resyncSpan = 1 << 20
@@ -364,6 +393,7 @@ func (d *wireDecoder) shortHeader(dg *datagram, pkt []byte) error {
 		d.largest[s] = max(d.largest[s], pn)
 		d.m.Sent[s][pn] = append(d.m.Sent[s][pn], sighting)
 		d.m.Cut[s]++
+		d.pendingCut[s] = append(d.pendingCut[s], [2]int64{pn, int64(dg.record)})
 		return nil
 	}
 	// The key phase bit is under header protection: try the generations
@@ -399,6 +429,11 @@ func (d *wireDecoder) shortHeader(dg *datagram, pkt []byte) error {
 			}
 			continue
 		}
+		if resync {
+			pl, tr := unmaskHeader(dir.hp(pkt[pnOff+4:pnOff+20]), bytes.Clone(pkt[:pnOff+4]), pnOff, 0x1f)
+			d.shiftPending(s, pn-expandPN(d.largest[s], tr, pl))
+		}
+		d.pendingCut[s] = d.pendingCut[s][:0]
 		d.largest[s] = largest
 		d.appGen[s] = max(cur, g)
 		sighting.Opened = true

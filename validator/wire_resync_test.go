@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"os"
+	"path/filepath"
+	"sort"
 	"testing"
 )
 
@@ -53,5 +56,46 @@ func TestResyncPN(t *testing.T) {
 				t.Fatalf("plaintext %q", got)
 			}
 		})
+	}
+}
+
+// The validator's own reader on the committed quinn evidence, whose
+// trimmed capture skips thousands of 1-byte-numbered packets: after the
+// gap the server's numbers run on without a jump (the cut packets read
+// before the first whole one that resynchronised moved with it), and the
+// window's packets are above the first datagrams'.
+func TestResyncQuinnEvidence(t *testing.T) {
+	dir := filepath.Join("..", "data", "evidence", "quinn", "rep1")
+	if _, err := os.Stat(filepath.Join(dir, WireCaptureFile)); err != nil {
+		t.Skipf("no quinn evidence here: %v", err)
+	}
+	m, err := ReadWire(filepath.Join(dir, WireCaptureFile), filepath.Join(dir, WireKeyLogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		pn int64
+		ns int64
+	}
+	var ss []seen
+	for pn, sightings := range m.Sent[1] {
+		for _, s := range sightings {
+			ss = append(ss, seen{pn, s.WireNS})
+		}
+	}
+	sort.Slice(ss, func(i, j int) bool { return ss[i].ns < ss[j].ns })
+	gap := 1
+	for i := 1; i < len(ss); i++ {
+		if ss[i].ns-ss[i-1].ns > ss[gap].ns-ss[gap-1].ns {
+			gap = i
+		}
+	}
+	if len(ss) < 1000 || ss[gap].pn < 1000 {
+		t.Fatalf("%d server packets; the first after the widest gap is %d, want one in the thousands", len(ss), ss[gap].pn)
+	}
+	for i := gap + 1; i < len(ss); i++ {
+		if d := ss[i].pn - ss[i-1].pn; d > 1000 || d < -1000 {
+			t.Fatalf("server packet %d follows packet %d after the capture's gap", ss[i].pn, ss[i-1].pn)
+		}
 	}
 }
