@@ -46,6 +46,13 @@ func (v *Validator) undecidedAttribution(im, rep gjson.Result, f *traceFacts, at
 			return "", true
 		case got == "new-path" && (attr == "new-path" || attr == "converging") && rep.Get("q3").String() != "NO":
 			return "", true
+		case got == "new-path" && (attr == "new-path" || attr == "converging"):
+			// The first sample is the new path's, and a later one, of a
+			// packet that crossed the old path, makes q3 NO: every claim
+			// re-read from the wire (wireQ3) must say so.
+			if ans, _, ok, err := v.wireQ3(im, rep); ok && err == nil && ans == "NO" {
+				return "", true
+			}
 		}
 		return fmt.Sprintf("its wire evidence %s reads %s", w.String(), got), false
 	}
