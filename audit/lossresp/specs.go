@@ -13,6 +13,8 @@ const (
 	quiclyRef = "b11d3634282371bcd643cf69d48b7b4b983fa1ba"
 	// xquic is built from its pin (harnesses/xquic).
 	xquicRef = "d67938db705c39b1f160ed1596ab4392f75e7e3c"
+	// quinn runs as Debian's crates, tag 0.9.3 (harnesses/quinn).
+	quinnRef = "0.9.3"
 )
 
 // What can add to the window between its last logged value and the
@@ -136,6 +138,21 @@ var Specs = []Spec{
 		Floor:      `^#define XQC_CUBIC_MIN_WIN\s+\((\d+) \* XQC_CUBIC_MSS\)`, FloorAnywhere: true,
 		FloorExpr: "%d*S", FloorParams: map[string]float64{"S": 1436},
 		Multiplies: "cwnd at the loss event (then at least min_cwnd); ssthresh = cwnd follows",
+		Growth:     growthAckFirst,
+	},
+	{
+		// w_max is the window at the loss, or (1+β)/2 of it under fast
+		// convergence (a window below the last w_max): that branch is
+		// not this product.
+		Impl: "quinn", Upstream: "https://github.com/quinn-rs/quinn", Ref: quinnRef,
+		Algorithm: "cubic", Default: true, File: "quinn-proto/src/congestion/cubic.rs",
+		Anchors:    []string{`fn on_congestion_event\(`},
+		Apply:      `\(self\.cubic_state\.w_max \* (\w+)\) as u64,`,
+		Arithmetic: "float64-trunc",
+		FactorDef:  &Def{File: "quinn-proto/src/congestion/cubic.rs", Pattern: `^const %s: f64 = ([0-9.]+);`},
+		Floor:      `minimum_window: (\d+) \* MAX_DATAGRAM_SIZE,`, FloorAnywhere: true,
+		FloorExpr: "%d*S", FloorParams: map[string]float64{"S": 1232},
+		Multiplies: "w_max, the window at the loss event unless fast convergence lowered it; window = ssthresh (at least minimum_window) follows",
 		Growth:     growthAckFirst,
 	},
 }
