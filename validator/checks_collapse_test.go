@@ -122,7 +122,7 @@ func quoteJSON(s string) string {
 // TestCollapseArithmeticAllEvidence: every committed LOSS_BACKOFF that
 // states its arithmetic passes the validator's own reading.
 func TestCollapseArithmeticAllEvidence(t *testing.T) {
-	trace := map[string]string{"quiche": "server.csv.gz", "ngtcp2": "qlog-server/*", "picoquic": "qlog-server/*.gz", "msquic": "server.csv.gz", "quic-go": "server.sqlog.gz", "quicly": "server.quicly.jsonl.gz", "lsquic": "server.stdout.gz", "xquic": "server.stdout.gz"}
+	trace := map[string]string{"quiche": "server.csv.gz", "ngtcp2": "qlog-server/*", "picoquic": "qlog-server/*.gz", "msquic": "server.csv.gz", "quic-go": "server.sqlog.gz", "quicly": "server.quicly.jsonl.gz", "lsquic": "server.stdout.gz", "xquic": "server.stdout.gz", "quinn": "quinn-server.log.gz"}
 	dirs, _ := filepath.Glob(filepath.Join("..", "data", "evidence", "*", "rep*"))
 	// Collapses still open (issue #29), each with why: listed in
 	// testdata/unexplained-open.txt ("<rep dir> <prev>→<value>  why"); a
