@@ -91,6 +91,10 @@ func (s *intervals) add(lo, hi int64) {
 	*s = a
 }
 
+// oldPathVotes is how many of the sender's last packets before the
+// migration, found on the wire, name the old path by majority.
+const oldPathVotes = 32
+
 // attributeWire pairs every RTT sample from the switch to the scope's end
 // with the ACK that produced it and answers Q3 from the paths the packets
 // crossed. vantage is the trace's ("server" or "client").
@@ -104,18 +108,25 @@ func attributeWire(w *WireEvidence, in rttInput, vantage string, samples []timel
 	if vantage == "client" {
 		sendDir, ackDir = wire.C2S, wire.S2C
 	}
-	// The old path: the one that carried the last packet sent before the
-	// migration.
-	sentBefore := 0
-	for i := len(events) - 1; i >= 0; i-- {
+	// The old path: the one that carried most of the last oldPathVotes
+	// packets sent before the migration. Not simply the last one: a sender
+	// may answer the new address before the path event that marks the
+	// migration in its trace (xquic sends there before it logs its
+	// REBINDING path challenge), and that packet crossed the new path.
+	sentBefore, voted := 0, 0
+	votes := map[string]int{}
+	for i := len(events) - 1; i >= 0 && voted < oldPathVotes; i-- {
 		e := events[i]
 		if e.Kind != timeline.PacketSent || e.TimeUS >= in.mig.AtUS || !appSpace(e.PacketSpace) {
 			continue
 		}
 		sentBefore++
 		if s, ok := w.ix.Lookup(sendDir, e.PacketNumber); ok {
-			r.OldPath = s.Path
-			break
+			votes[s.Path]++
+			voted++
+			if votes[s.Path] > votes[r.OldPath] || r.OldPath == "" {
+				r.OldPath = s.Path
+			}
 		}
 	}
 	switch {

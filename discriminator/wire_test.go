@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,11 @@ func TestWireAttribution(t *testing.T) {
 		{name: "as recorded", want: "YES", decides: true, path: "pathB", reason: "came from ACKs of packets that crossed the new path pathB"},
 		{name: "a post-migration packet moved to the old path's capture", capture: moveDecidingToPathA, want: "NO", decides: true, path: "pathA", reason: "crossed the old path pathA"},
 		{name: "capture ends soon after the migration", capture: cutAfterDeciding, want: "YES", decides: true, path: "pathB", reason: "later samples came from packets sent after the capture ends"},
+		// A sender may answer the new address before the event that marks
+		// the migration in its trace (xquic): the last packet before the
+		// instant crossed the new path, the old path is still the one most
+		// of the last packets crossed.
+		{name: "a new-path packet logged just before the migration", timeline: newPathPacketBeforeMigration, want: "YES", decides: true, path: "pathB", reason: "came from ACKs of packets that crossed the new path pathB"},
 		{name: "no key log", nokeylog: true, want: "YES", decides: false, reason: "Q3 rests on values"},
 		{name: "trace logs no sent packets", timeline: dropPacketsSent, want: "YES", decides: false, reason: "the trace logs no packet the server sent before the migration"},
 		{name: "estimator logs no sample after the reset", timeline: dropLatestAfterReset, want: "UNKNOWN", decides: true, reason: "the estimator logged no RTT sample"},
@@ -205,6 +211,19 @@ func TestIntervals(t *testing.T) {
 
 // dropPacketsSent leaves the trace without packet_sent events, as
 // msquic's polled statistics are.
+// newPathPacketBeforeMigration moves the send of a packet that crossed the
+// new path (sent 200 ms after the migration) to 1 µs before the migration.
+func newPathPacketBeforeMigration(tl *timeline.Timeline) {
+	at := DetectMigration(tl).AtUS
+	for i, e := range tl.Events {
+		if e.Kind == timeline.PacketSent && appSpace(e.PacketSpace) && e.TimeUS > at+200_000 {
+			tl.Events[i].TimeUS = at - 1
+			break
+		}
+	}
+	sort.SliceStable(tl.Events, func(i, j int) bool { return tl.Events[i].TimeUS < tl.Events[j].TimeUS })
+}
+
 func dropPacketsSent(tl *timeline.Timeline) {
 	kept := tl.Events[:0]
 	for _, e := range tl.Events {

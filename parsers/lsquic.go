@@ -24,7 +24,9 @@ import (
 // path-validation events, "switched paths" and "path validated: switching"
 // path events, "lost … packet #N" packet losses, and the congestion
 // controllers' loss, timeout, mode-change and adaptive-choice lines
-// congestion events. Other lines are skipped.
+// congestion events, and sendctl's "packno N; rtt: R; delta: D; new srtt: S"
+// (take_rtt_sample, each RTT sample) samples of the latest and smoothed RTT.
+// Other lines are skipped.
 func parseLsquic(in *input, h timeline.Handler) error {
 	p := &sockLines{prefix: "[lsq_", h: h, meta: timeline.Meta{Format: FormatLsquic, Implementation: "lsquic", Params: map[string]int64{}}}
 	p.log = p.lsquicLog
@@ -33,7 +35,7 @@ func parseLsquic(in *input, h timeline.Handler) error {
 	}
 	p.meta.Notes = append(p.meta.Notes,
 		"STATS samples (lsquic_conn_get_info every 5 ms) carry no path id: they describe the connection's current path",
-		"lsquic_conn_get_info has no bytes in flight and no latest RTT",
+		"lsquic_conn_get_info has no bytes in flight and no latest RTT; the latest RTT is sendctl's per-sample debug line (take_rtt_sample), where the harness logs it",
 		"packet events carry lsquic's own path number (0, 1, …) as path id",
 		"times are µs since the harness process started")
 	h.Meta(p.meta)
@@ -204,6 +206,8 @@ func (p *sockLines) lsquicLog(t int64, s string) error {
 		p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathResponseReceived, PacketNumber: -1, Data: strings.TrimPrefix(text, "received path response: ")})
 	case text == "switched paths" || strings.HasPrefix(text, "path validated: switching"):
 		p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.PathEvent, PacketNumber: -1, Detail: "path switch: " + text})
+	case module == "sendctl" && strings.HasPrefix(text, "packno "):
+		return p.lsquicRTT(t, text)
 	case strings.HasPrefix(text, "lost retransmittable packet #") || strings.HasPrefix(text, "lost unretransmittable packet #"):
 		_, num, _ := strings.Cut(text, "#")
 		n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
@@ -217,6 +221,49 @@ func (p *sockLines) lsquicLog(t int64, s string) error {
 	case module == "bbr" && strings.HasPrefix(text, "mode change "):
 		p.h.Event(timeline.Event{TimeUS: t, Kind: timeline.CongestionStateUpdated, PacketNumber: -1, Detail: "bbr " + text})
 	}
+	return nil
+}
+
+// lsquicRTT reads take_rtt_sample's debug line, "packno N; rtt: R; delta:
+// D; new srtt: S" (µs): the sample R, from the ACK of packet N (its largest
+// acknowledged), and the smoothed RTT after it.
+func (p *sockLines) lsquicRTT(t int64, text string) error {
+	var pn, rtt, srtt int64 = -1, -1, -1
+	for _, f := range strings.Split(text, "; ") {
+		k, v, ok := strings.Cut(f, " ")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSuffix(k, ":"), strings.TrimSpace(v)
+		if k == "new" {
+			k, v, _ = strings.Cut(v, " ")
+			k, v = "new "+strings.TrimSuffix(k, ":"), strings.TrimSpace(v)
+		}
+		var dst *int64
+		switch k {
+		case "packno":
+			dst = &pn
+		case "rtt":
+			dst = &rtt
+		case "new srtt":
+			dst = &srtt
+		default:
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("RTT sample line: %s %q is not a non-negative integer", k, v)
+		}
+		*dst = n
+	}
+	if pn < 0 || rtt < 0 || srtt < 0 {
+		return fmt.Errorf("RTT sample line without packno, rtt and new srtt: %q", text)
+	}
+	s := p.last
+	s.TimeUS, s.Fields = t, 0
+	s.Set(timeline.FieldLatestRTT, rtt)
+	s.Set(timeline.FieldSmoothedRTT, srtt)
+	p.sample(s)
 	return nil
 }
 

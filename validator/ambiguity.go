@@ -46,6 +46,13 @@ func (v *Validator) undecidedAttribution(im, rep gjson.Result, f *traceFacts, at
 			return "", true
 		case got == "new-path" && (attr == "new-path" || attr == "converging") && rep.Get("q3").String() != "NO":
 			return "", true
+		case got == "new-path" && (attr == "new-path" || attr == "converging"):
+			// The first sample is the new path's, and a later one, of a
+			// packet that crossed the old path, makes q3 NO: every claim
+			// re-read from the wire (wireQ3) must say so.
+			if ans, _, ok, err := v.wireQ3(im, rep); ok && err == nil && ans == "NO" {
+				return "", true
+			}
 		}
 		return fmt.Sprintf("its wire evidence %s reads %s", w.String(), got), false
 	}
@@ -95,6 +102,7 @@ func (v *Validator) wireAttribution(im, rep gjson.Result, capture string) (strin
 	if err := json.Unmarshal([]byte(claims[0].Raw), &c); err != nil {
 		return "", fmt.Errorf("wire_claims[0]: %w", err)
 	}
+	c.perPacket = v.perPacketSample(im, rep, c.Packet)
 	if st, why := v.checkWireClaim(filepath.Dir(p), c); st != Pass {
 		return "", fmt.Errorf("its first wire claim does not hold: %s", why)
 	}
@@ -141,6 +149,7 @@ func (v *Validator) wireQ3(im, rep gjson.Result) (answer, why string, ok bool, e
 		if err := json.Unmarshal([]byte(cl.Raw), &c); err != nil {
 			return "", "", true, fmt.Errorf("wire_claims[%d]: %w", i, err)
 		}
+		c.perPacket = v.perPacketSample(im, rep, c.Packet)
 		if st, found := v.checkWireClaim(filepath.Dir(p), c); st != Pass {
 			return "", "", true, fmt.Errorf("wire_claims[%d] does not hold: %s", i, found)
 		}

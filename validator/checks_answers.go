@@ -126,10 +126,30 @@ func checkAnswers(v *Validator, doc, im gjson.Result) (Status, string) {
 	name := im.Get("name").String()
 	live := liveVerdicts(im)
 	listed := map[string]bool{}
+	liveAudit := map[string]gjson.Result{}
+	for _, a := range im.Get("live_audit.answers").Array() {
+		liveAudit[a.Get("question").String()] = a
+	}
 	doc.Get("disagreements").ForEach(func(_, x gjson.Result) bool {
-		if x.Get("implementation").String() == name {
-			listed[x.Get("question").String()] = true
+		if x.Get("implementation").String() != name {
+			return true
 		}
+		q := x.Get("question").String()
+		if strings.HasPrefix(x.Get("detail").String(), "source at the live commit ") {
+			// The live runs against the audit of the code that ran
+			// (live_audit, when it is not the pin): its own answer must
+			// name the same two values and disagree.
+			a, ok := liveAudit[q]
+			switch {
+			case !ok:
+				d.fail("%s: a disagreement with the live commit's audit is listed, but live_audit has no %s answer", q, q)
+			case a.Get("source_answer").String() != x.Get("source").String() || a.Get("live_answer").String() != x.Get("live").String() || a.Get("agreement").String() != "disagree":
+				d.fail("%s: listed as source %q vs live %q at the live commit, live_audit says %q vs %q (%s)", q, x.Get("source").String(), x.Get("live").String(),
+					a.Get("source_answer").String(), a.Get("live_answer").String(), a.Get("agreement").String())
+			}
+			return true
+		}
+		listed[q] = true
 		return true
 	})
 	for _, rep := range im.Get("live.repetitions").Array() {

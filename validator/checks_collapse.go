@@ -187,7 +187,8 @@ func sourceLines(v *Validator, d *verdict, im gjson.Result, impl string) {
 }
 
 var (
-	lineFraction = regexp.MustCompile(`\* (\w+) / (\d+)\)?;`)               // cwnd * 7 / 10; cwnd * TEN_TIMES_BETA_CUBIC / 10);
+	lineFraction = regexp.MustCompile(`\* (\w+) / (\w+)\)?;`)               // cwnd * 7 / 10; cwnd * TEN_TIMES_BETA_CUBIC / 10); cwnd * BETA / BETA_SCALE;
+	lineTernary  = regexp.MustCompile(`\*= [^?;]+\? *[0-9.]+ *: *(\w+);`)   // cwnd *= ssthresh == UINT32_MAX ? 0.5 : QUICLY_RENO_BETA; (the loss after the first)
 	lineHalving  = regexp.MustCompile(`cwi?n?d?\w* / (\d+);`)               // cwin / 2;
 	lineShift    = regexp.MustCompile(`>>= (\w+);`)                         // cwnd >>= BITS;
 	lineNamed    = regexp.MustCompile(`\* (?:\w+::)?([A-Za-z_]\w*)\)`)      // (cwnd as f64 * BETA_CUBIC), * renoBeta)
@@ -215,8 +216,21 @@ func factorAt(t *sourceTree, path string, line int) (num, den int64, why string)
 		}
 		return n, d, ""
 	}
+	if m := lineTernary.FindStringSubmatch(l); m != nil {
+		if n, d, ok := decimal(m[1]); ok {
+			return n, d, ""
+		}
+		return value(m[1])
+	}
 	if m := lineFraction.FindStringSubmatch(l); m != nil {
-		d, _ := strconv.ParseInt(m[2], 10, 64)
+		d, err := strconv.ParseInt(m[2], 10, 64)
+		if err != nil {
+			dn, dd, why := value(m[2])
+			if why != "" || dd != 1 {
+				return 0, 0, why
+			}
+			d = dn
+		}
 		if n, err := strconv.ParseInt(m[1], 10, 64); err == nil {
 			return n, d, ""
 		}
@@ -273,6 +287,15 @@ func definitionOf(t *sourceTree, path, name string) (string, string) {
 	for _, p := range t.paths() {
 		pd := filepath.Dir(p)
 		if p != path && (pd == dir || pd == filepath.Dir(dir)) && (strings.HasSuffix(p, ".h") || strings.HasSuffix(p, ".rs") || strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".c")) {
+			if v := look(p); v != "" {
+				return v, p
+			}
+		}
+	}
+	// A C library's public headers (quicly's include/quicly/cc.h beside
+	// lib/cc-reno.c).
+	for _, p := range t.paths() {
+		if strings.HasPrefix(p, "include/") && strings.HasSuffix(p, ".h") {
 			if v := look(p); v != "" {
 				return v, p
 			}

@@ -92,8 +92,10 @@ func checkLiveVersion(v *Validator, doc, im gjson.Result) (Status, string) {
 			v.quicGoVersion(&d, rid, claimed, rep, man)
 		case "quiche":
 			v.quicheVersion(&d, rid, claimed, dir, man)
-		case "picoquic", "msquic":
+		case "picoquic", "msquic", "quicly", "lsquic", "xquic":
 			builtFrom(&d, rid, claimed, commit, man)
+		case "quinn":
+			v.quinnVersion(&d, rid, claimed, im.Get("upstream").String(), man)
 		case "ngtcp2":
 			if !man.Get("binaries").Exists() {
 				d.unverifiable("%s: the run recorded no binaries (and the qlog records no version)", rid)
@@ -111,6 +113,49 @@ func checkLiveVersion(v *Validator, doc, im gjson.Result) (Status, string) {
 		}
 	}
 	return d.result()
+}
+
+// cargoVersion matches a Cargo.toml's package version line.
+var cargoVersion = regexp.MustCompile(`^version = "([^"]+)"`)
+
+// quinnVersion: Debian's quinn crates ran (the binary's record, from the
+// build's Cargo.lock, is the claim); the live commit the manifest names
+// must be that version in quinn's own tree (quinn/Cargo.toml), read from
+// the upstream here.
+func (v *Validator) quinnVersion(d *verdict, rid, claimed, upstream string, man gjson.Result) {
+	man.Get("binaries").ForEach(func(_, bin gjson.Result) bool {
+		if bv := bin.Get("version").String(); bv != claimed {
+			d.fail("%s: %s records %q, not %q", rid, bin.Get("path").String(), bv, claimed)
+		}
+		return true
+	})
+	lc := man.Get("result.settings.live_commit").String()
+	if !fullCommit.MatchString(lc) {
+		d.fail("%s: the manifest names no live commit (%q)", rid, lc)
+		return
+	}
+	t, err := v.sources.get(upstream, lc)
+	if err != nil {
+		d.unverifiable("%s: live commit %s not read: %v", rid, short12(lc), err)
+		return
+	}
+	lines, err := t.lines("quinn/Cargo.toml")
+	if err != nil {
+		d.fail("%s: quinn/Cargo.toml at %s: %v", rid, short12(lc), err)
+		return
+	}
+	ver := ""
+	for _, l := range lines {
+		if m := cargoVersion.FindStringSubmatch(l); m != nil {
+			ver = m[1]
+			break
+		}
+	}
+	if ver == "" || !strings.HasPrefix(claimed, "quinn "+ver+" ") {
+		d.fail("%s: version %q, but quinn/Cargo.toml at the live commit %s says %q", rid, claimed, short12(lc), ver)
+		return
+	}
+	d.note("%s: quinn %s, the live commit %s's quinn/Cargo.toml", rid, ver, short12(lc))
 }
 
 func (v *Validator) quicGoVersion(d *verdict, rid, claimed string, rep, man gjson.Result) {

@@ -76,6 +76,8 @@ func traceFrom(path string, raw, data []byte) (*traceFacts, error) {
 	sum := sha256.Sum256(raw)
 	head := bytes.TrimLeft(data[:min(len(data), 4096)], " \t\r\n\x1e")
 	switch {
+	case liveFormatReader(head) != nil:
+		f, err = liveFormatReader(head)(data)
 	case bytes.Contains(head, []byte(`"qlog_version": "draft-00"`)) || bytes.Contains(head, []byte(`"event_fields"`)):
 		f, err = readPositionalQlog(data)
 	case len(head) > 0 && head[0] == '{':

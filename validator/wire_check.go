@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,11 @@ type WireClaim struct {
 	AtUnixNS int64  `json:"at_unix_ns,omitempty"`
 	RTTUS    int64  `json:"rtt_us,omitempty"`
 	Sender   string `json:"sender,omitempty"`
+	// perPacket: the repetition's own trace shows the sender taking an RTT
+	// sample for each packet an ACK newly acknowledges, not only for its
+	// largest (xquic): set by the validator from the trace (perPacketSample),
+	// never read from the survey.
+	perPacket bool
 }
 
 // The files of a repetition's wire evidence (the capture contract).
@@ -224,7 +230,9 @@ func judgeWireClaim(m *WireMap, c WireClaim) (Status, string) {
 	if n := m.unreadBetween(back, p.ArrNS, ack.WireNS); n > 0 {
 		d.unverifiable("%d %s→%s packets before %s were not fully read: an earlier ACK may hide there", n, peer, sender, what)
 	}
-	if ack.Largest() != c.Packet {
+	if ack.Largest() != c.Packet && c.perPacket {
+		d.note("%s acknowledges up to %d, and the trace samples each packet it newly acknowledges: %d's ACK line is followed by its sample", what, ack.Largest(), c.Packet)
+	} else if ack.Largest() != c.Packet {
 		d.fail("%s acknowledges up to %d: its RTT sample is of %d, not of %d", what, ack.Largest(), ack.Largest(), c.Packet)
 	} else {
 		d.note("%s has it as largest", what)
@@ -333,6 +341,7 @@ func checkWireClaims(v *Validator, doc, im gjson.Result) (Status, string) {
 				d.fail("%s: wire_claims[%d]: %v", rid, i, err)
 				continue
 			}
+			c.perPacket = v.perPacketSample(im, rep, c.Packet)
 			st, found := v.checkWireClaim(dir, c)
 			msg := fmt.Sprintf("%s: %s", rid, found)
 			switch st {
@@ -346,4 +355,41 @@ func checkWireClaims(v *Validator, doc, im gjson.Result) (Status, string) {
 		}
 	}
 	return d.result()
+}
+
+// perPacketSample: the repetition's trace logs an acknowledgement of packet
+// pn by itself (one line per packet newly acknowledged, as xquic's
+// on_ack_received) and an RTT sample right after it, before the next
+// acknowledgement: the sender samples per packet, so pn's sample need not
+// come from an ACK whose largest is pn.
+func (v *Validator) perPacketSample(im, rep gjson.Result, pn int64) bool {
+	f, err := v.repTrace(im, rep)
+	if err != nil {
+		return false
+	}
+	return samplesPerPacket(f, pn)
+}
+
+// samplesPerPacket: f acknowledges pn by itself and logs an RTT sample
+// after that line and before the next acknowledgement.
+func samplesPerPacket(f *traceFacts, pn int64) bool {
+	for i, a := range f.Acks {
+		if a.Largest != pn {
+			continue
+		}
+		next := int64(math.MaxInt64)
+		if i+1 < len(f.Acks) {
+			next = f.Acks[i+1].T
+		}
+		for _, s := range f.Samples {
+			if s.T >= a.T && s.T <= next && s.Latest >= 0 {
+				return true
+			}
+			if s.T > next {
+				break
+			}
+		}
+		return false
+	}
+	return false
 }

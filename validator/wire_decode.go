@@ -141,6 +141,10 @@ type wireDecoder struct {
 	retry    bool
 	hello    [2][]byte // CRYPTO bytes of the Initial space from offset 0
 	suite    *tlsSuite
+	// pendingCut: per sender, the cut 1-RTT packets (number, record) read
+	// since the last one that opened; they move with the next whole
+	// packet's number when it resynchronises (resyncPN).
+	pendingCut [2][][2]int64
 }
 
 func decodeWire(name string, dgs []datagram, kl *nssKeyLog) (*WireMap, error) {
@@ -263,6 +267,12 @@ func (d *wireDecoder) cutOK(dg *datagram, what string) error {
 // decrypts it with key generation gen. It returns the plaintext and the
 // full packet number.
 func (d *wireDecoder) unprotect(dir *direction, gen int, largest *int64, pkt []byte, pnOff int, firstMask byte) ([]byte, int64, error) {
+	return d.unprotectResync(dir, gen, largest, pkt, pnOff, firstMask, false)
+}
+
+// unprotectResync is unprotect that, with resync, also tries the packet
+// numbers a gap in the capture may have skipped (resyncPN).
+func (d *wireDecoder) unprotectResync(dir *direction, gen int, largest *int64, pkt []byte, pnOff int, firstMask byte, resync bool) ([]byte, int64, error) {
 	if pnOff+20 > len(pkt) {
 		return nil, -1, fmt.Errorf("packet of %d bytes has no header protection sample", len(pkt))
 	}
@@ -275,10 +285,64 @@ func (d *wireDecoder) unprotect(dir *direction, gen int, largest *int64, pkt []b
 	}
 	plain, err := k.open(uint64(pn), hdr[:pnOff+pnLen], pkt[pnOff+pnLen:])
 	if err != nil {
-		return nil, pn, fmt.Errorf("packet %d does not authenticate", pn)
+		var ok bool
+		if !resync {
+			return nil, pn, fmt.Errorf("packet %d does not authenticate", pn)
+		}
+		if plain, pn, ok = resyncPN(k, pn, pnLen, hdr[:pnOff+pnLen], pkt[pnOff+pnLen:]); !ok {
+			return nil, pn, fmt.Errorf("packet %d does not authenticate", pn)
+		}
 	}
 	*largest = max(*largest, pn)
 	return plain, pn, nil
+}
+
+// shiftPending renumbers the cut packets read since the last packet that
+// opened by delta: they were numbered from the same stale base as the
+// packet that just resynchronised.
+func (d *wireDecoder) shiftPending(s int, delta int64) {
+	if delta == 0 {
+		return
+	}
+	for _, c := range d.pendingCut[s] {
+		pn, rec := c[0], int(c[1])
+		ss := d.m.Sent[s][pn]
+		for i := range ss {
+			if ss[i].Record == rec {
+				d.m.Sent[s][pn+delta] = append(d.m.Sent[s][pn+delta], ss[i])
+				ss = append(ss[:i], ss[i+1:]...)
+				break
+			}
+		}
+		if len(ss) == 0 {
+			delete(d.m.Sent[s], pn)
+		} else {
+			d.m.Sent[s][pn] = ss
+		}
+	}
+}
+
+// resyncSpan is how many packet numbers a gap in a capture may skip and
+// still be bridged by resyncPN.
+const resyncSpan = 1 << 20
+
+// resyncPN finds a packet's number after a gap in the capture. A trimmed
+// capture keeps each direction's first datagrams and a window around the
+// migration (docs/wire.md): across the gap a 1- or 2-byte packet number
+// expands near the last number seen, a multiple of its window below the
+// real one. Only the real number authenticates the packet (it is the AEAD
+// nonce), so the windows ahead are tried, up to resyncSpan numbers.
+func resyncPN(k packetKeys, pn int64, pnLen int, hdr, payload []byte) ([]byte, int64, bool) {
+	if pnLen > 2 || pn < 0 {
+		return nil, pn, false
+	}
+	win := int64(1) << (8 * pnLen)
+	for cand := pn + win; cand-pn <= resyncSpan; cand += win {
+		if plain, err := k.open(uint64(cand), hdr, payload); err == nil {
+			return plain, cand, true
+		}
+	}
+	return nil, pn, false
 }
 
 // unmaskHeader removes header protection from hdr (the packet's first
@@ -329,6 +393,7 @@ func (d *wireDecoder) shortHeader(dg *datagram, pkt []byte) error {
 		d.largest[s] = max(d.largest[s], pn)
 		d.m.Sent[s][pn] = append(d.m.Sent[s][pn], sighting)
 		d.m.Cut[s]++
+		d.pendingCut[s] = append(d.pendingCut[s], [2]int64{pn, int64(dg.record)})
 		return nil
 	}
 	// The key phase bit is under header protection: try the generations
@@ -343,22 +408,32 @@ func (d *wireDecoder) shortHeader(dg *datagram, pkt []byte) error {
 		tries = []int{cur + 1, cur - 1, cur + 3}
 	}
 	var lastErr error
-	for _, g := range tries {
+	// The second pass bridges a gap in a trimmed capture (resyncPN): only
+	// for a packet no nearby number opens.
+	for i := range 2 * len(tries) {
+		g, resync := tries[i%len(tries)], i >= len(tries)
 		if g < 0 {
 			continue
 		}
 		largest := d.largest[s]
-		plain, pn, err := d.unprotect(dir, g, &largest, pkt, pnOff, 0x1f)
+		plain, pn, err := d.unprotectResync(dir, g, &largest, pkt, pnOff, 0x1f, resync)
 		if err != nil {
 			// The loss bits (draft-ferrieuxhamchaoui-quic-lossbits,
 			// which picoquic negotiates): the two reserved bits carry the
 			// Q and L bits outside header protection (mask 0x07).
-			plain, pn, err = d.unprotect(dir, g, &largest, pkt, pnOff, 0x07)
+			plain, pn, err = d.unprotectResync(dir, g, &largest, pkt, pnOff, 0x07, resync)
 		}
 		if err != nil {
-			lastErr = err
+			if lastErr == nil {
+				lastErr = err
+			}
 			continue
 		}
+		if resync {
+			pl, tr := unmaskHeader(dir.hp(pkt[pnOff+4:pnOff+20]), bytes.Clone(pkt[:pnOff+4]), pnOff, 0x1f)
+			d.shiftPending(s, pn-expandPN(d.largest[s], tr, pl))
+		}
+		d.pendingCut[s] = d.pendingCut[s][:0]
 		d.largest[s] = largest
 		d.appGen[s] = max(cur, g)
 		sighting.Opened = true

@@ -104,8 +104,19 @@ func Extract(spec Spec, src Source) (data.LossResponse, error) {
 	}
 	switch spec.Arithmetic {
 	case "int-muldiv":
+		denText := groups[2]
+		if _, err := strconv.ParseInt(denText, 10, 64); err != nil && spec.FactorDef != nil {
+			// A named divisor (xquic's XQC_CUBIC_BETA_SCALE), defined
+			// where the factor is.
+			v, _, err := resolve(src, *spec.FactorDef, denText)
+			if err != nil {
+				return data.LossResponse{}, fmt.Errorf("%s: divisor %s: %w", where, denText, err)
+			}
+			groups[2] = denText + " = " + v
+			denText = v
+		}
 		num, err1 := strconv.ParseInt(factor, 10, 64)
-		den, err2 := strconv.ParseInt(groups[2], 10, 64)
+		den, err2 := strconv.ParseInt(denText, 10, 64)
 		if err1 != nil || err2 != nil || den == 0 {
 			return data.LossResponse{}, fmt.Errorf("%s: %q is not an integer fraction %s/%s", where, lines[ai], factor, groups[2])
 		}

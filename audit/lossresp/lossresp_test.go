@@ -88,7 +88,7 @@ func TestExtract(t *testing.T) {
 		"void ngtcp2_cc_cubic_cc_congestion_event(ngtcp2_cc *ccx,\n" +
 		"  min_cwnd = 2 * cstat->max_tx_udp_payload_size;\n" +
 		"  cstat->ssthresh = cstat->cwnd * 7 / 10;\n"
-	tests := []struct {
+	type extractCase struct {
 		name     string
 		spec     Spec
 		files    map[string]string
@@ -96,7 +96,8 @@ func TestExtract(t *testing.T) {
 		line     int
 		floor    string
 		err      string
-	}{
+	}
+	tests := []extractCase{
 		{name: "cubic after its anchor, not the earlier line", spec: cubic, files: ngtcp2(cubicBody), num: 7, den: 10, line: 6, floor: "2*S"},
 		{name: "reno shift resolved through the header", spec: reno, files: ngtcp2("void ngtcp2_cc_reno_cc_congestion_event(x) {\n  cstat->cwnd >>= NGTCP2_LOSS_REDUCTION_FACTOR_BITS;\n  min_cwnd = 2 * cstat->max_tx_udp_payload_size;\n"),
 			num: 1, den: 2, line: 2, floor: "2*S"},
@@ -109,6 +110,17 @@ func TestExtract(t *testing.T) {
 			"quiche/src/recovery/mod.rs":   "const MINIMUM_WINDOW_PACKETS: usize = 2;\n"},
 			num: 7, den: 10, line: 3, floor: "2*S"},
 	}
+	var xquic Spec
+	for _, sp := range Specs {
+		if sp.Impl == "xquic" {
+			xquic = sp
+		}
+	}
+	const xquicBody = "#define XQC_CUBIC_BETA              718\n#define XQC_CUBIC_BETA_SCALE        1024\n#define XQC_CUBIC_MIN_WIN           (4 * XQC_CUBIC_MSS)\n" +
+		"xqc_cubic_on_lost(void *cong_ctl, xqc_usec_t lost_sent_time)\n{\n    /* Multiplicative Decrease */\n    cubic->cwnd = cubic->cwnd * XQC_CUBIC_BETA / XQC_CUBIC_BETA_SCALE;\n"
+	tests = append(tests,
+		extractCase{name: "xquic named divisor resolved", spec: xquic, files: map[string]string{"src/congestion_control/xqc_cubic.c": xquicBody}, num: 718, den: 1024, line: 7, floor: "4*S"},
+		extractCase{name: "xquic divisor undefined", spec: xquic, files: map[string]string{"src/congestion_control/xqc_cubic.c": strings.Replace(xquicBody, "#define XQC_CUBIC_BETA_SCALE        1024\n", "", 1)}, err: "divisor XQC_CUBIC_BETA_SCALE"})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			snap, err := gitsrc.CommitFiles(t.TempDir(), tc.files)

@@ -9,6 +9,12 @@ const (
 	ngtcp2Ref   = "v0.12.1"
 	quicheRef   = "0.18.0"
 	quicgoRef   = "v0.61.0"
+	// quicly is built from its pin (harnesses/quicly).
+	quiclyRef = "b11d3634282371bcd643cf69d48b7b4b983fa1ba"
+	// xquic is built from its pin (harnesses/xquic).
+	xquicRef = "d67938db705c39b1f160ed1596ab4392f75e7e3c"
+	// quinn runs as Debian's crates, tag 0.9.3 (harnesses/quinn).
+	quinnRef = "0.9.3"
 )
 
 // What can add to the window between its last logged value and the
@@ -105,5 +111,48 @@ var Specs = []Spec{
 		FloorDef:  &Def{File: "internal/congestion/cubic_sender.go", Pattern: `^\s*%s\s+= (\d+)`},
 		FloorExpr: "%d*S", FloorParams: map[string]float64{"S": 1280},
 		Multiplies: "congestionWindow at the loss event", Growth: growthAckFirst,
+	},
+	{
+		// The same line halves the window on the first loss out of slow
+		// start (ssthresh still UINT32_MAX): that branch is not this
+		// product, and its collapse stays unexplained.
+		Impl: "quicly", Upstream: "https://github.com/h2o/quicly", Ref: quiclyRef,
+		Algorithm: "reno", Default: true, File: "lib/cc-reno.c",
+		Anchors:    []string{`^void quicly_cc_reno_on_lost\(`},
+		Apply:      `cc->cwnd \*= cc->ssthresh == UINT32_MAX \? 0\.5 : (\w+);`,
+		Arithmetic: "float64-trunc",
+		FactorDef:  &Def{File: "include/quicly/cc.h", Pattern: `^#define %s ([0-9.]+)`},
+		Floor:      `cc->cwnd < (\w+) \* max_udp_payload_size\)`,
+		FloorDef:   &Def{File: "include/quicly/cc.h", Pattern: `^#define %s (\d+)`},
+		FloorExpr:  "%d*S", FloorParams: map[string]float64{"S": 1280},
+		Multiplies: "cwnd at a loss after the first (cwnd *= QUICLY_RENO_BETA; cwnd is a uint32_t, the double product truncated); ssthresh = cwnd follows",
+		Growth:     growthAckFirst,
+	},
+	{
+		Impl: "xquic", Upstream: "https://github.com/alibaba/xquic", Ref: xquicRef,
+		Algorithm: "cubic", Default: true, File: "src/congestion_control/xqc_cubic.c",
+		Anchors:    []string{`^xqc_cubic_on_lost\(`, `Multiplicative Decrease`},
+		Apply:      `cubic->cwnd = cubic->cwnd \* (\w+) / (\w+);`,
+		Arithmetic: "int-muldiv",
+		FactorDef:  &Def{File: "src/congestion_control/xqc_cubic.c", Pattern: `^#define %s\s+(\d+)`},
+		Floor:      `^#define XQC_CUBIC_MIN_WIN\s+\((\d+) \* XQC_CUBIC_MSS\)`, FloorAnywhere: true,
+		FloorExpr: "%d*S", FloorParams: map[string]float64{"S": 1436},
+		Multiplies: "cwnd at the loss event (then at least min_cwnd); ssthresh = cwnd follows",
+		Growth:     growthAckFirst,
+	},
+	{
+		// w_max is the window at the loss, or (1+β)/2 of it under fast
+		// convergence (a window below the last w_max): that branch is
+		// not this product.
+		Impl: "quinn", Upstream: "https://github.com/quinn-rs/quinn", Ref: quinnRef,
+		Algorithm: "cubic", Default: true, File: "quinn-proto/src/congestion/cubic.rs",
+		Anchors:    []string{`fn on_congestion_event\(`},
+		Apply:      `\(self\.cubic_state\.w_max \* (\w+)\) as u64,`,
+		Arithmetic: "float64-trunc",
+		FactorDef:  &Def{File: "quinn-proto/src/congestion/cubic.rs", Pattern: `^const %s: f64 = ([0-9.]+);`},
+		Floor:      `minimum_window: (\d+) \* MAX_DATAGRAM_SIZE,`, FloorAnywhere: true,
+		FloorExpr: "%d*S", FloorParams: map[string]float64{"S": 1232},
+		Multiplies: "w_max, the window at the loss event unless fast convergence lowered it; window = ssthresh (at least minimum_window) follows",
+		Growth:     growthAckFirst,
 	},
 }

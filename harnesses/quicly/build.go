@@ -178,6 +178,18 @@ type Built struct {
 
 // Ensure builds (or reuses) the library and the harness for o.
 func Ensure(ctx context.Context, o upstream.Options, log io.Writer) (*Built, error) {
+	// A --dep directory is read only when the library is built; a cached
+	// build would otherwise hide one that does not exist.
+	for _, d := range Deps {
+		v, ok := o.Deps[d.Name]
+		if !ok {
+			continue
+		}
+		dir, _, _ := strings.Cut(v, "@")
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("--dep %s=%s: %v; pass a clone or bare mirror of %s (git clone --mirror %s DIR)", d.Name, v, err, d.Upstream, d.Upstream)
+		}
+	}
 	lib, err := upstream.Ensure(ctx, LibRecipe(o), log)
 	if err != nil {
 		return nil, err

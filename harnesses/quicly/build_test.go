@@ -56,3 +56,15 @@ func TestMissingPicotls(t *testing.T) {
 		}
 	}
 }
+
+// A --dep directory that does not exist is one line naming it, before any
+// cache lookup: a cached build never reads it, and would hide the typo.
+func TestMissingDepDir(t *testing.T) {
+	for _, dep := range []string{"picotls=/nonexistent/picotls", "klib=/nonexistent/klib@abc123"} {
+		name, v, _ := strings.Cut(dep, "=")
+		_, err := Ensure(context.Background(), upstream.Options{Deps: map[string]string{name: v}}, nil)
+		if err == nil || !strings.Contains(err.Error(), "--dep "+dep) || !strings.Contains(err.Error(), "git clone --mirror") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--dep %s: %v, want one line naming it and how to get a clone", dep, err)
+		}
+	}
+}

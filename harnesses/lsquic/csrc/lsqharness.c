@@ -86,11 +86,35 @@ static void say(const char *verb, const char *fmt, ...)
     fflush(stdout);
 }
 
+/* keep_log: sendctl logs at debug level only to give each RTT sample
+ * (take_rtt_sample: "packno N; rtt: R; delta: D; new srtt: S") and each lost
+ * packet; its other debug lines (several per packet sent) and the per-packet
+ * lines no reader uses are dropped here, so the trace stays small. */
+static int keep_log(const char *buf, size_t len)
+{
+    static const char *const drop[] = {
+        "event: created packet #", "event: generated STREAM frame:",
+        "conn: not tickable", "conn: tickable: ",
+    };
+    const char *sc = memmem(buf, len, "sendctl: ", 9);
+    if (sc && memmem(buf, len, "[DEBUG]", 7)) {
+        size_t rest = len - (size_t) (sc + 9 - buf);
+        return (rest >= 7 && 0 == memcmp(sc + 9, "packno ", 7))
+            || (rest >= 5 && 0 == memcmp(sc + 9, "lost ", 5));
+    }
+    for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); ++i)
+        if (memmem(buf, len, drop[i], strlen(drop[i])))
+            return 0;
+    return 1;
+}
+
 static int log_buf(void *ctx, const char *buf, size_t len)
 {
     (void) ctx;
     while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
         --len;
+    if (!keep_log(buf, len))
+        return (int) len;
     printf("[lsq_%s] t_us=%" PRId64 " LOG %.*s\n", role, t_us(), (int) len, buf);
     return (int) len;
 }
@@ -501,7 +525,7 @@ int main(int argc, char **argv)
     }
     lsquic_logger_init(&logger_if, NULL, LLTS_NONE);
     lsquic_set_log_level("info");
-    if (0 != lsquic_logger_lopt(arg(argc, argv, "--log", "event=debug,conn=debug,cubic=info,bbr=info,sendctl=info"))) {
+    if (0 != lsquic_logger_lopt(arg(argc, argv, "--log", "event=debug,conn=debug,cubic=info,bbr=info,sendctl=debug"))) {
         fprintf(stderr, "lsqharness: bad --log module list\n");
         return 64;
     }
