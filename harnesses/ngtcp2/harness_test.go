@@ -126,3 +126,26 @@ func TestLogPatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamAssertion: v1.0.0's gtlsclient aborting on its own
+// assertion (testdata: the last lines of a repetition's client.stderr) is
+// named in one line; ordinary log lines are not assertions.
+func TestUpstreamAssertion(t *testing.T) {
+	const want = "gtlsclient aborted on an assertion in ngtcp2 1.0.0+b76981d22d2a's own code, lib/ngtcp2_conn.c:5852 in conn_recv_path_response (`pv->dcid.seq != conn->dcid.current.seq` failed): an upstream bug in the code that ran, not the testbed's fault"
+	got, ok := assertionIn(filepath.Join("testdata", "v1.0.0-client.stderr"), "1.0.0+b76981d22d2a")
+	if !ok || got != want {
+		t.Fatalf("got %q (%v)\nwant %q", got, ok, want)
+	}
+	for _, l := range []string{
+		"I00005132 0x52501e0e69ce70fbb7e17a86b37f3dfea4 ptv path has been validated",
+		"gtlsserver: Assertion failed",
+		"",
+	} {
+		if a, ok := UpstreamAssertion(l, ""); ok {
+			t.Errorf("%q read as an assertion: %q", l, a)
+		}
+	}
+	if _, ok := assertionIn(filepath.Join("testdata", "no-such.stderr"), ""); ok {
+		t.Error("a missing file read as an assertion")
+	}
+}
