@@ -17,18 +17,22 @@ type decoder struct {
 	c      Capture
 	server netip.AddrPort // inferred server address, for records without dir=
 
-	initDCID        []byte
-	clientSCID      []byte
-	retried         bool
-	init            [2]*keys // by direction
-	hs              [2]*keys
-	early           *keys
-	app             [2]*phases
-	suite           uint16
-	crypto          [2][2]cryptoStream // [dir][Initial, Handshake]
-	ackExp          [2]uint64
-	haveTP          [2]bool
-	largest         [2][3]int64 // [dir][space]
+	initDCID   []byte
+	clientSCID []byte
+	retried    bool
+	init       [2]*keys // by direction
+	hs         [2]*keys
+	early      *keys
+	app        [2]*phases
+	suite      uint16
+	crypto     [2][2]cryptoStream // [dir][Initial, Handshake]
+	ackExp     [2]uint64
+	haveTP     [2]bool
+	largest    [2][3]int64 // [dir][space]
+	// pendingCut: per direction, the indices in c.Packets of the cut 1-RTT
+	// packets since the last one that opened: their numbers are shifted
+	// with the next whole packet's when it resynchronises (resyncPN).
+	pendingCut      [2][]int
 	cids            [2][][]byte // known DCIDs by direction of the packets carrying them
 	plain           []byte
 	skipped         int
@@ -252,6 +256,10 @@ func (d *decoder) unprotect(l *link, p *Packet, b []byte, pnOff, end int, firstM
 	return true
 }
 
+// resyncSpan is how many packet numbers a gap in a capture may skip and
+// still be bridged.
+const resyncSpan = 1 << 20
+
 // decodePN is RFC 9000 Appendix A.3.
 func decodePN(largest int64, truncated uint64, bits uint) int64 {
 	expected := largest + 1
@@ -303,6 +311,7 @@ func (d *decoder) short(l *link, p *Packet, b []byte, size int) int {
 	p.KeyPhase = int8(b[0]>>2) & 1
 	if size > len(b) { // cut: the packet number is all there is
 		d.largest[l.dir][2] = max(d.largest[l.dir][2], p.PN)
+		d.pendingCut[l.dir] = append(d.pendingCut[l.dir], len(d.c.Packets)) // p is appended next
 		return 0
 	}
 	pnLen := int(b[0]&0x03) + 1
@@ -339,11 +348,35 @@ func (d *decoder) short(l *link, p *Packet, b []byte, size int) int {
 			hdr[0] ^= d.mask0 & 0x18
 		}
 	}
+	if err != nil && d.kl != nil && pnLen <= 2 {
+		// A trimmed capture keeps each direction's first datagrams and a
+		// window around the migration (docs/wire.md): across the gap a
+		// 1- or 2-byte packet number expands near the last one seen, a
+		// multiple of its window below the real one. Only the real number
+		// authenticates the packet (it is the AEAD nonce): the windows
+		// ahead are tried, and the cut packets read since the last packet
+		// that opened, numbered from the same stale base, move with it.
+		orig, win := p.PN, int64(1)<<(8*pnLen)
+		for cand := orig + win; cand-orig <= resyncSpan && err != nil; cand += win {
+			p.PN = cand
+			tryOpen()
+		}
+		if err != nil {
+			p.PN = orig
+		} else {
+			delta := p.PN - orig
+			for _, i := range d.pendingCut[l.dir] {
+				d.c.Packets[i].PN += delta
+			}
+			p.Note = fmt.Sprintf("packet number resynchronised after a gap in the capture: +%d (and %d cut packets before it)", delta, len(d.pendingCut[l.dir]))
+		}
+	}
 	if err != nil || plain == nil {
 		p.Note = fmt.Sprintf("1-RTT packet %d (key phase %d) does not decrypt: %v", p.PN, p.KeyPhase, err)
 		d.fail(l.rec, "%s", p.Note)
 		return 0
 	}
+	d.pendingCut[l.dir] = d.pendingCut[l.dir][:0]
 	d.largest[l.dir][2] = max(d.largest[l.dir][2], p.PN)
 	d.frames(l, p, plain, 2)
 	return 0
