@@ -19,7 +19,11 @@ import (
 // by shifting the ACK clock in the reset window, or by letting a packet be
 // overtaken by one on the other path (each path is FIFO).
 const (
-	fidRuleName         = "verdict-sensitivity/2"
+	fidRuleName = "verdict-sensitivity/3"
+	// fidRuleName2 is the rule before the emulator's order record: its
+	// manifests carry no order figures, so the density estimate alone
+	// judges them, as it did.
+	fidRuleName2        = "verdict-sensitivity/2"
 	fidLateToleranceNS  = 1_000_000 // lateness counted from here; the slower path's cross-path limit
 	fidMinSentinelShare = 0.5       // the sentinel must have woken for half the window's milliseconds
 	fidSampleLeadUS     = 5_000     // a sample window starts one sample RTT and 5 ms before it
@@ -125,7 +129,7 @@ func fidelityProblems(v *Validator, im, man, rep gjson.Result) (float64, float64
 		return fidLateToleranceNS
 	}
 	rule := f.Get("rule")
-	if n := rule.Get("name").String(); n != "" && n != fidRuleName {
+	if n := rule.Get("name").String(); n != "" && n != fidRuleName && n != fidRuleName2 {
 		out = append(out, fmt.Sprintf("rule %q is not this validator's %q", n, fidRuleName))
 	}
 	for _, r := range []struct {
@@ -363,15 +367,32 @@ func crossPathProblem(f, win gjson.Result, dir string, dv gjson.Result, owdA, ow
 	// other path's packets (at least the span's) and no density.
 	otherPackets, spanNS := o.Get("packets").Int(), int64(0)
 	how := "the whole window's worst"
+	var measured gjson.Result
 	for _, c := range f.Get("cross_paths").Array() {
 		if c.Get("dir").String() == dir && c.Get("measured").Bool() && c.Get("from_ns").Int() <= from && c.Get("to_ns").Int() >= to {
-			lateMax, how = c.Get("late_max_ns").Int(), "measured over that span"
+			lateMax, how, measured = c.Get("late_max_ns").Int(), "measured over that span", c
 			otherPackets, spanNS = c.Get("other_packets").Int(), c.Get("to_ns").Int()-c.Get("from_ns").Int()
 			break
 		}
 	}
 	limit := reorder(p, otherPackets, spanNS)
 	if lateMax <= limit {
+		return ""
+	}
+	// The emulator's order record of that span: a packet over the
+	// density estimate's limit could not have been overtaken, or have
+	// overtaken, when no packet of this direction over the limit was
+	// written out of its scheduled order against the other path's; then
+	// only timing is left, held to the limit with no reordering (the time
+	// threshold, or the one-way difference, capped at the stall limit).
+	if measured.Get("order_checked").Bool() {
+		if measured.Get("order_packets").Int() > 0 && measured.Get("order_late_max_ns").Int() > limit {
+			return fmt.Sprintf("path %s: a packet %.2f ms late while path %s carried traffic, written out of its scheduled order against path %s's packets (%d pairs, the emulator's record): it could have looked lost (limit %.2f ms)",
+				dir, float64(measured.Get("order_late_max_ns").Int())/1e6, other, other, measured.Get("order_changed_pairs").Int(), float64(limit)/1e6)
+		}
+		if cap := reorder(p, 0, 0); lateMax > cap {
+			return fmt.Sprintf("path %s: a packet %.2f ms late while path %s carried traffic, its order kept: past the time threshold or the ACK clock's limit (%.2f ms)", dir, float64(lateMax)/1e6, other, float64(cap)/1e6)
+		}
 		return ""
 	}
 	if e := dv.Get("earliest_late_ns").Int(); dv.Get("late_over_tolerance").Int() == 0 || e > to {

@@ -126,6 +126,20 @@ func TestFidelityCheck(t *testing.T) {
 		{"slow path 3 ms late, the fast path neither sparse nor dense there", with(paths, crossUp(500_000, 3_000_000, anchor+20_000_000),
 			put([]any{map[string]any{"dir": "B/up", "other": "A/up", "from_ns": anchor - 40_000_000, "to_ns": anchor + 90_000_000, "late_max_ns": 3_000_000, "other_packets": 20, "measured": true}}, "fidelity", "cross_paths")),
 			"path B/up: a packet 3.00 ms late (measured over that span) while path A/up carried traffic (+0.010–+0.123 s into the verdict window, 20 packets there)"},
+		// The same span with the emulator's order record (rule 3): no
+		// packet over the 1 ms estimate was written out of its scheduled
+		// order against path A's, so none could have been overtaken.
+		{"slow path 3 ms late in that span, its order kept", with(paths, crossUp(500_000, 3_000_000, anchor+20_000_000),
+			put([]any{map[string]any{"dir": "B/up", "other": "A/up", "from_ns": anchor - 40_000_000, "to_ns": anchor + 90_000_000, "late_max_ns": 3_000_000, "other_packets": 20, "measured": true,
+				"order_checked": true, "order_changed_pairs": 1, "order_packets": 1, "order_late_max_ns": 200_000}}, "fidelity", "cross_paths")), ""},
+		{"slow path 3 ms late in that span, and reordered", with(paths, crossUp(500_000, 3_000_000, anchor+20_000_000),
+			put([]any{map[string]any{"dir": "B/up", "other": "A/up", "from_ns": anchor - 40_000_000, "to_ns": anchor + 90_000_000, "late_max_ns": 3_000_000, "other_packets": 20, "measured": true,
+				"order_checked": true, "order_changed_pairs": 4, "order_packets": 1, "order_late_max_ns": 3_000_000}}, "fidelity", "cross_paths")),
+			"path B/up: a packet 3.00 ms late while path A/up carried traffic, written out of its scheduled order against path A/up's packets (4 pairs"},
+		{"slow path 11 ms late in that span, its order kept", with(paths, crossUp(500_000, 11_000_000, anchor+20_000_000),
+			put([]any{map[string]any{"dir": "B/up", "other": "A/up", "from_ns": anchor - 40_000_000, "to_ns": anchor + 90_000_000, "late_max_ns": 11_000_000, "other_packets": 20, "measured": true,
+				"order_checked": true}}, "fidelity", "cross_paths")),
+			"its order kept: past the time threshold or the ACK clock's limit (10.00 ms)"},
 		// The sample's up packet, 2.5 ms late, was due and written inside
 		// the 2.6 ms stall: the stall, counted once (2.6 + 4 ms down =
 		// 6.6 ms: 40.6 → 34 ms, still within 20 % of 40 ms; counted twice

@@ -208,11 +208,20 @@ func runLive(ctx context.Context, cmd *cobra.Command, o liverun.Options) error {
 	if err != nil {
 		return err
 	}
+	return verdictError(sum, o)
+}
+
+// verdictError is the run's exit: nil when every repetition is VALID, else
+// one line saying why not.
+func verdictError(sum *liverun.Summary, o liverun.Options) error {
 	bad, spoiled := 0, 0
-	var stalls []string
+	var stalls, errs []string
 	for _, r := range sum.Reps {
 		if r.Status != liverun.Valid {
 			bad++
+			if r.Error != "" {
+				errs = append(errs, fmt.Sprintf("rep %d: %s", r.Rep, r.Error))
+			}
 		}
 		if r.Status == liverun.Spoiled {
 			spoiled++
@@ -228,7 +237,13 @@ func runLive(ctx context.Context, cmd *cobra.Command, o liverun.Options) error {
 			sum.Wanted-bad, sum.Wanted, spoiled, max(o.Retries, 0), strings.Join(stalls, " | "), loadNow(), o.Out)}
 	}
 	if bad > 0 {
-		return &ExitError{Code: 3, Err: fmt.Errorf("%d of %d repetitions not VALID (kept in %s, excluded from the verdict)", bad, len(sum.Reps), o.Out)}
+		why := ""
+		if len(errs) > 0 {
+			// What ended them (e.g. the upstream program's own assertion),
+			// before the generic count.
+			why = ": " + strings.Join(errs, " | ")
+		}
+		return &ExitError{Code: 3, Err: fmt.Errorf("%d of %d repetitions not VALID (kept in %s, excluded from the verdict)%s", bad, len(sum.Reps), o.Out, why)}
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	liverun "github.com/migaudit/migaudit/harnesses/run"
 )
 
 // TestRunRefusals: implementations that cannot run here, bad sources and
@@ -49,6 +51,36 @@ func TestRunRefusals(t *testing.T) {
 		err := cmd.Execute()
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestVerdictError: a repetition ended by an error (the upstream program's
+// own assertion) is named in the run's last line, not only counted.
+func TestVerdictError(t *testing.T) {
+	const abort = "gtlsclient aborted on an assertion in ngtcp2 1.0.0+b76981d22d2a's own code, lib/ngtcp2_conn.c:5852 in conn_recv_path_response (`pv->dcid.seq != conn->dcid.current.seq` failed): an upstream bug in the code that ran, not the testbed's fault"
+	o := liverun.Options{Out: "/tmp/out"}
+	tests := []struct {
+		name string
+		reps []liverun.RepSummary
+		want string // "" = no error
+	}{
+		{"all valid", []liverun.RepSummary{{Rep: 1, Status: liverun.Valid}}, ""},
+		{"invalid, no error", []liverun.RepSummary{{Rep: 1, Status: liverun.Invalid}},
+			"1 of 1 repetitions not VALID (kept in /tmp/out, excluded from the verdict)"},
+		{"ended by an upstream assertion", []liverun.RepSummary{{Rep: 1, Status: liverun.Valid}, {Rep: 2, Status: liverun.Invalid, Error: abort}},
+			"1 of 2 repetitions not VALID (kept in /tmp/out, excluded from the verdict): rep 2: " + abort},
+	}
+	for _, tc := range tests {
+		err := verdictError(&liverun.Summary{Reps: tc.reps}, o)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v\nwant %s", tc.name, err, tc.want)
 		}
 	}
 }

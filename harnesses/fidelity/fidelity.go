@@ -56,6 +56,11 @@ type Dir struct {
 	// (the pv-distinct scenario); their extra delay is in neither Delay
 	// nor lateness.
 	Held int `json:"held,omitempty"`
+	// Order is how this direction's packets written in the window were
+	// ordered against the other path's packets in the same direction,
+	// written against scheduled (nil: not measured, e.g. a manifest
+	// recorded before it was; CrossOrder).
+	Order *Order `json:"cross_order,omitempty"`
 }
 
 // Stall is one host stall: a 1 ms real-time sentinel wake-up that began at

@@ -11,8 +11,12 @@ import (
 // (no name; fixed limits: every packet around an RTT sample within 1 ms, no
 // stall there over 2 ms, at most 1 % or 2 packets per direction over 1 ms)
 // was stricter everywhere the verdict is concerned; manifests judged by it
-// are re-judged by this one from their raw figures.
-const RuleName = "verdict-sensitivity/2"
+// are re-judged by this one from their raw figures. The second
+// ("verdict-sensitivity/2") had no exact order record: a packet over its
+// cross-path limit spoiled the repetition whether or not it changed the
+// order of the two paths' packets; its manifests carry no order figures
+// and are judged as it judged them.
+const RuleName = "verdict-sensitivity/3"
 
 // Rule is what a repetition's verdict window must satisfy: the
 // emulation may be imperfect, but never in a way that could have changed
@@ -84,6 +88,15 @@ type Rule struct {
 	FastPathReorderNS int64 `json:"fast_path_reorder_ns"`
 	SlowPathReorderNS int64 `json:"slow_path_reorder_ns"`
 	PacketThreshold   int   `json:"packet_threshold"`
+	// CrossOrder: the limits above estimate from a span's packet count
+	// whether a late packet could have been overtaken; the emulator's own
+	// record says whether it was. A packet over its limit spoils nothing
+	// when the record (Order, measured over the same span) shows that no
+	// packet of this direction over the limit was written in another
+	// order than scheduled against the other path's packets, and it
+	// stays within OrderedLimit (RFC 9002's time threshold and the ACK
+	// clock, which do not need a reordering).
+	CrossOrder string `json:"cross_order,omitempty"`
 	// SampleRule: lateness and stalls only inflate an RTT sample; with L
 	// every host stall around the sample (from one sample RTT + 5 ms
 	// before it to it) plus the worst lateness of a packet on an up
@@ -124,6 +137,7 @@ func DefaultRule(rttA, rttB time.Duration) Rule {
 		FastPathReorderNS: max(tol, min(stall, diff)),
 		SlowPathReorderNS: max(tol, min(stall, timeThreshold-diff)),
 		PacketThreshold:   3,
+		CrossOrder:        "a packet over its cross-path limit is held only to the path's time-threshold limit when the emulator's record shows no packet of its direction over the limit written out of its scheduled order against the other path's packets",
 		SampleRule:        "the attribution of the measured sample equals that of every value down to the sample minus (host stalls + worst up and down lateness no stall explains) around it",
 		MinSentinelShare:  0.5,
 	}
@@ -147,6 +161,13 @@ func (r Rule) ReorderLimit(p string, otherPackets int, spanNS int64) int64 {
 	return r.LateToleranceNS
 }
 
+// OrderedLimit is the cross-path limit for a packet on path p whose
+// order against the other path's packets the emulator's record shows
+// unchanged: no reordering, so only timing is left, RFC 9002's time
+// threshold on the slower path and the one-way difference on the faster
+// (both capped at MaxStallNS for the ACK clock): ReorderLimit's largest.
+func (r Rule) OrderedLimit(p string) int64 { return r.ReorderLimit(p, 0, 0) }
+
 // CrossPath is one direction's lateness while the other path carried
 // traffic in the same direction: the span (CrossPathSpan) in which a
 // packet written on this path could have been overtaken by one sent after
@@ -162,6 +183,40 @@ type CrossPath struct {
 	LateOver     int    `json:"late_over_tolerance"`
 	LimitNS      int64  `json:"limit_ns"`
 	Measured     bool   `json:"measured"` // false: the whole window's figures stand in
+	// OrderChecked: the emulator's order record of the span (Order) is
+	// below; OrderChangedPairs and OrderLateMaxNS are its figures, and
+	// OrderLimitNS what a packet that kept its order is held to.
+	OrderChecked      bool  `json:"order_checked,omitempty"`
+	OrderChangedPairs int   `json:"order_changed_pairs,omitempty"`
+	OrderPackets      int   `json:"order_packets,omitempty"`
+	OrderLateMaxNS    int64 `json:"order_late_max_ns,omitempty"`
+	OrderLimitNS      int64 `json:"order_limit_ns,omitempty"`
+}
+
+// CrossProblem judges one direction's cross-path figures: "" when no
+// packet's lateness could have made one look lost.
+func CrossProblem(c CrossPath, winFromNS int64) string {
+	if c.LateMaxNS <= c.LimitNS {
+		return ""
+	}
+	where := fmt.Sprintf("%+.3f–%+.3f s into the verdict window, %d packets there", float64(c.FromNS-winFromNS)/1e9, float64(c.ToNS-winFromNS)/1e9, c.OtherPackets)
+	if c.OrderChecked {
+		if c.OrderPackets > 0 && c.OrderLateMaxNS > c.LimitNS {
+			return fmt.Sprintf("path %s: a packet %.2f ms late while path %s carried traffic (%s), and the emulator wrote %d of this path's packets out of their scheduled order against path %s's (%d pairs): one could have looked lost (limit %.2f ms)",
+				c.Dir, msf(c.OrderLateMaxNS), c.Other, where, c.OrderPackets, c.Other, c.OrderChangedPairs, msf(c.LimitNS))
+		}
+		if c.LateMaxNS <= c.OrderLimitNS {
+			return "" // over the estimate, but the record shows the order kept
+		}
+		return fmt.Sprintf("path %s: a packet %.2f ms late while path %s carried traffic (%s, measured there; the order of the paths' packets kept): past RFC 9002's time threshold or the ACK clock's limit (%.2f ms)",
+			c.Dir, msf(c.LateMaxNS), c.Other, where, msf(c.OrderLimitNS))
+	}
+	how := "measured there"
+	if !c.Measured {
+		how = "the whole window's worst, the span unmeasured"
+	}
+	return fmt.Sprintf("path %s: a packet %.2f ms late while path %s carried traffic (%s, %s): it could have been overtaken and looked lost (limit %.2f ms)",
+		c.Dir, msf(c.LateMaxNS), c.Other, where, how, msf(c.LimitNS))
 }
 
 // SampleCheck is the sensitivity of one RTT-attribution sample to the
@@ -330,13 +385,8 @@ func Judge(r Rule, win Window, resets []Span, cross []CrossPath, sampleWins []Wi
 		out = append(out, fmt.Sprintf("%d host stalls longer than %.1f ms in the reset window, the worst %.1f ms at %+.3f s into the verdict window", len(over), msf(r.MaxStallNS), msf(worst.LateNS), float64(worst.AtNS-win.FromNS)/1e9))
 	}
 	for _, c := range cross {
-		if c.LateMaxNS > c.LimitNS {
-			how := "measured there"
-			if !c.Measured {
-				how = "the whole window's worst, the span unmeasured"
-			}
-			out = append(out, fmt.Sprintf("path %s: a packet %.2f ms late while path %s carried traffic (%+.3f–%+.3f s into the verdict window, %d packets there, %s): it could have been overtaken and looked lost (limit %.2f ms)",
-				c.Dir, msf(c.LateMaxNS), c.Other, float64(c.FromNS-win.FromNS)/1e9, float64(c.ToNS-win.FromNS)/1e9, c.OtherPackets, how, msf(c.LimitNS)))
+		if p := CrossProblem(c, win.FromNS); p != "" {
+			out = append(out, p)
 		}
 	}
 	for _, k := range SortedDirs(win.Dirs) {

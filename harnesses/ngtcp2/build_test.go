@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -113,6 +114,29 @@ func TestPlanErrors(t *testing.T) {
 				t.Fatalf("err = %v, want one line mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestPlanNoNghttp3: mirrors with ngtcp2 but not nghttp3 (and no clone in
+// the user cache) get the one line saying how to get nghttp3.
+func TestPlanNoNghttp3(t *testing.T) {
+	real := os.Getenv("MIGAUDIT_MIRRORS")
+	if real == "" {
+		t.Skip("MIGAUDIT_MIRRORS unset: no ngtcp2 mirror to plan from")
+	}
+	if _, err := os.Stat(filepath.Join(real, "ngtcp2+ngtcp2", "repo")); err != nil {
+		t.Skipf("no ngtcp2 mirror: %v", err)
+	}
+	only := t.TempDir()
+	if err := os.Symlink(filepath.Join(real, "ngtcp2+ngtcp2"), filepath.Join(only, "ngtcp2+ngtcp2")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MIGAUDIT_MIRRORS", only)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	_, err := NewPlan(upstream.Options{})
+	const want = "ngtcp2's examples need nghttp3 v1.18.0 and there is no nghttp3 checkout: clone it (git clone --mirror https://github.com/ngtcp2/nghttp3 $MIGAUDIT_MIRRORS/ngtcp2+nghttp3/repo) or pass --dep nghttp3=DIR[@COMMIT]"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 }
 

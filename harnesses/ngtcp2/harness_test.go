@@ -126,3 +126,56 @@ func TestLogPatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamAssertion: v1.0.0's gtlsclient aborting on its own
+// assertion (testdata: the last lines of a repetition's client.stderr) is
+// named in one line; ordinary log lines are not assertions.
+func TestUpstreamAssertion(t *testing.T) {
+	const want = "gtlsclient aborted on an assertion in ngtcp2 1.0.0+b76981d22d2a's own code, lib/ngtcp2_conn.c:5852 in conn_recv_path_response (`pv->dcid.seq != conn->dcid.current.seq` failed): an upstream bug in the code that ran, not the testbed's fault"
+	got, ok := assertionIn(filepath.Join("testdata", "v1.0.0-client.stderr"), "1.0.0+b76981d22d2a")
+	if !ok || got != want {
+		t.Fatalf("got %q (%v)\nwant %q", got, ok, want)
+	}
+	for _, l := range []string{
+		"I00005132 0x52501e0e69ce70fbb7e17a86b37f3dfea4 ptv path has been validated",
+		"gtlsserver: Assertion failed",
+		"",
+	} {
+		if a, ok := UpstreamAssertion(l, ""); ok {
+			t.Errorf("%q read as an assertion: %q", l, a)
+		}
+	}
+	if _, ok := assertionIn(filepath.Join("testdata", "no-such.stderr"), ""); ok {
+		t.Error("a missing file read as an assertion")
+	}
+}
+
+// TestSaveClientLine: client.stderr keeps what the evidence reads (the
+// handshake, the local address change, path validation, the RTT lines, an
+// assertion) and drops the per-packet debug lines.
+func TestSaveClientLine(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		keep bool
+	}{
+		{"Negotiated cipher suite is AES-128-GCM", true},
+		{"Local address is now 198.18.2.2:51521", true},
+		{"I00005132 0x52501e0e69ce70fbb7e17a86b37f3dfea4 ptv path has been validated", true},
+		{"I00000022 0xf72114832e50873b21bcb356165b657415 ldc latest_rtt=21 min_rtt=21 smoothed_rtt=21 rttvar=10 ack_delay=0", true},
+		{"I00000022 0xf72114832e50873b21bcb356165b657415 cca 1200 bytes acked, slow start cwnd=13200", true},
+		{"gtlsclient: /src/lib/ngtcp2_conn.c:5852: conn_recv_path_response: Assertion `x' failed.", true},
+		{"I00005132 0x52501e0e69ce70fbb7e17a86b37f3dfea4 frm rx 1764636617 1RTT PATH_RESPONSE(0x1b) data=0xbdeca7b1f6633299", false},
+		{"I00005132 0x52501e0e69ce70fbb7e17a86b37f3dfea4 pkt rx pkn=1764636617 dcid=0xea91 type=1RTT k=0", false},
+		{"I00005132 0x52501e0e69ce70fbb7e17a86b37f3dfea4 con recv packet len=1452", false},
+		{"I00000890 0xf72114832e50873b21bcb356165b657415 ldc loss_detection_timer=1796 timeout=24", false},
+		{"Sent packet: local=[198.18.1.2]:52598 remote=[198.18.0.1]:4433 ecn=0x2 1200 bytes", false},
+		{"Received packet: local=[198.18.1.2]:52598 remote=[198.18.0.1]:4433 ecn=0x2 1452 bytes", false},
+		{"Set timer=0.998499356s", false},
+		{"Timer has already expired: 0.000404273s", false},
+		{"", false},
+	} {
+		if got := SaveClientLine(tc.line); got != tc.keep {
+			t.Errorf("%q: kept %v, want %v", tc.line, got, tc.keep)
+		}
+	}
+}

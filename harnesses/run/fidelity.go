@@ -181,6 +181,10 @@ func crossPaths(fm FidelityMeter, r FidelityRule, win FidelityWindow, tol time.D
 			d := w.Dirs[k]
 			c.Packets, c.OtherPackets, c.LateMaxNS, c.LateOver, c.Measured = d.Packets, w.Dirs[other].Packets, d.LateMaxNS, d.LateOver, true
 			c.LimitNS = r.ReorderLimit(p, c.OtherPackets, to-from)
+			if o := d.Order; o != nil && o.Other == other {
+				c.OrderChecked, c.OrderChangedPairs, c.OrderPackets, c.OrderLateMaxNS = true, o.ChangedPairs, o.Packets, o.LateMaxNS
+				c.OrderLimitNS = r.OrderedLimit(p)
+			}
 		} else {
 			// Unmeasured: the window's figures, and no credit for a
 			// dense faster path (its density in the span is unknown).

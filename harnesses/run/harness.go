@@ -176,6 +176,10 @@ type Process struct {
 	// Killed is true when the harness stopped it (a server after the
 	// download, or everything on cancellation).
 	Killed bool `json:"killed,omitempty"`
+	// StderrLinesDropped counts the stderr lines the harness chose not to
+	// save (ProcSpec.SaveStderr: per-packet debug lines that the trace and
+	// the capture hold anyway).
+	StderrLinesDropped int `json:"stderr_lines_dropped,omitempty"`
 }
 
 // Param is one discriminator formula parameter with where it came from.

@@ -28,6 +28,10 @@ type ProcSpec struct {
 	// GzipStdout / GzipStderr compress the saved stream (debug logs of
 	// tens of MB).
 	GzipStdout, GzipStderr bool
+	// SaveStderr, when set, says which stderr lines the saved file keeps
+	// (OnStderr still sees every line); the others are counted in the
+	// process record's StderrLinesDropped.
+	SaveStderr func(line string) bool
 }
 
 // Proc is a started process.
@@ -79,8 +83,8 @@ func Start(spec ProcSpec) (*Proc, error) {
 		return nil, fmt.Errorf("start %s (%s): %w", spec.Role, spec.Cmd.Path, err)
 	}
 	p.wg.Add(2)
-	go p.pump(outR, outW, spec.OnStdout)
-	go p.pump(errR, errW, spec.OnStderr)
+	go p.pump(outR, outW, spec.OnStdout, nil, nil)
+	go p.pump(errR, errW, spec.OnStderr, spec.SaveStderr, &p.rec.StderrLinesDropped)
 	go func() {
 		p.wg.Wait() // pipes drained before Wait closes them
 		p.err = spec.Cmd.Wait()
@@ -119,9 +123,9 @@ func (p *Proc) closeFiles() {
 	p.files = nil
 }
 
-func (p *Proc) pump(r io.Reader, w io.Writer, on func(string)) {
+func (p *Proc) pump(r io.Reader, w io.Writer, on func(string), save func(string) bool, dropped *int) {
 	defer p.wg.Done()
-	if on == nil {
+	if on == nil && save == nil {
 		_, _ = io.Copy(w, r)
 		return
 	}
@@ -129,8 +133,17 @@ func (p *Proc) pump(r io.Reader, w io.Writer, on func(string)) {
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
-			_, _ = w.Write(line)
-			on(string(trimEOL(line)))
+			l := string(trimEOL(line))
+			if save == nil || save(l) {
+				_, _ = w.Write(line)
+			} else {
+				p.mu.Lock()
+				*dropped++
+				p.mu.Unlock()
+			}
+			if on != nil {
+				on(l)
+			}
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -237,8 +250,8 @@ func (p *Proc) signal(sig syscall.Signal, grace time.Duration, then func()) {
 
 // Record is the process record (complete once Done is closed).
 func (p *Proc) Record() Process {
-	r := p.rec
 	p.mu.Lock()
+	r := p.rec
 	r.Killed = p.killed
 	p.mu.Unlock()
 	return r

@@ -1,8 +1,11 @@
 package run
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -191,6 +194,42 @@ func TestStartNeverOverwrites(t *testing.T) {
 	if _, err := Start(ProcSpec{Role: "x", Dir: dir, Cmd: exec.Command("true")}); err == nil {
 		t.Fatal("second Start with the same role overwrote the first one's output")
 	}
+}
+
+// TestStartSaveStderr: SaveStderr decides which stderr lines the saved
+// file keeps; OnStderr still sees every line, and the dropped ones are
+// counted in the record.
+func TestStartSaveStderr(t *testing.T) {
+	for _, gz := range []bool{false, true} {
+		dir := t.TempDir()
+		var seen []string
+		p, err := Start(ProcSpec{Role: "c", Dir: dir, GzipStderr: gz, Cmd: exec.Command("sh", "-c", "echo keep1 >&2; echo drop1 >&2; echo keep2 >&2; echo drop2 >&2"),
+			OnStderr:   func(l string) { seen = append(seen, l) },
+			SaveStderr: func(l string) bool { return strings.HasPrefix(l, "keep") }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := p.Wait(10 * time.Second)
+		b, err := readMaybeGzip(filepath.Join(dir, rec.Stderr))
+		if err != nil || string(b) != "keep1\nkeep2\n" {
+			t.Fatalf("gzip %v: saved %q (%v)", gz, b, err)
+		}
+		if strings.Join(seen, ",") != "keep1,drop1,keep2,drop2" || rec.StderrLinesDropped != 2 {
+			t.Fatalf("gzip %v: seen %q, dropped %d", gz, seen, rec.StderrLinesDropped)
+		}
+	}
+}
+
+func readMaybeGzip(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.HasSuffix(path, ".gz") {
+		return b, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }
 
 // TestRunRefusesReuse: an --out that already holds repetitions is refused

@@ -48,18 +48,59 @@ func (t *Testbed) Fidelity(from, to int64, tol time.Duration) (Fidelity, error) 
 	sen := t.sentinel
 	t.mu.Unlock()
 	f := Fidelity{FromNS: from, ToNS: to, LateToleranceNS: int64(tol), Dirs: map[string]DirFidelity{}, Stalls: []Stall{}}
+	recs := map[string][]linkemu.Record{}
 	for k, l := range links {
-		recs, _ := l.Records(0)
-		d, trunc := summariseRecords(recs, from, to, int64(tol))
-		f.Truncated = f.Truncated || trunc
-		if d.Packets > 0 || d.QueueDrops+d.LossDrops+d.WriteDrops > 0 {
-			f.Dirs[k] = d
-		}
+		recs[k], _ = l.Records(0)
 	}
+	f.Dirs, f.Truncated = summariseDirs(recs, from, to, int64(tol))
 	if sen != nil {
 		f.Stalls, f.SentinelSamples = sen.monoWindow(from, to)
 	}
 	return f, nil
+}
+
+// summariseDirs computes every direction's figures over [from, to], each
+// with its order against the other path's same direction (the whole
+// record of it: a packet written just outside the window can still have
+// changed places with one inside).
+func summariseDirs(recs map[string][]linkemu.Record, from, to, tol int64) (map[string]DirFidelity, bool) {
+	dirs := map[string]DirFidelity{}
+	truncated := false
+	for k := range recs {
+		d, trunc := summariseRecords(recs[k], from, to, tol)
+		truncated = truncated || trunc
+		if d.Packets > 0 {
+			other := otherDir(k)
+			o := fidelity.CrossOrder(deliveries(recs[k], from, to), deliveries(recs[other], 0, 0), other)
+			d.Order = &o
+		}
+		if d.Packets > 0 || d.QueueDrops+d.LossDrops+d.WriteDrops > 0 {
+			dirs[k] = d
+		}
+	}
+	return dirs, truncated
+}
+
+// otherDir is the same direction on the other path ("A/up" → "B/up").
+func otherDir(k string) string {
+	p, rest, _ := strings.Cut(k, "/")
+	if p == "A" {
+		return "B/" + rest
+	}
+	return "A/" + rest
+}
+
+// deliveries are the delivered packets of recs written in [from, to]
+// (to 0: all of them).
+func deliveries(recs []linkemu.Record, from, to int64) []fidelity.Delivery {
+	var out []fidelity.Delivery
+	for _, r := range recs {
+		if r.Cause != linkemu.Sent || (to != 0 && (r.Sent < from || r.Sent > to)) {
+			continue
+		}
+		out = append(out, fidelity.Delivery{DueNS: r.Due, SentNS: r.Sent})
+	}
+	return out
 }
 
 // summariseRecords computes one direction's figures over [from, to].

@@ -47,6 +47,50 @@ func TestSummariseRecords(t *testing.T) {
 	}
 }
 
+// TestSummariseDirsOrder: each direction's order is taken against the
+// other path's same direction, over its packets written in the window,
+// against the other's whole record.
+func TestSummariseDirsOrder(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	rec := func(due, late float64) linkemu.Record {
+		d := int64(due * float64(ms))
+		return linkemu.Record{Arr: d - 10*ms, Due: d, Sent: d + int64(late*float64(ms)), Size: 1250, Cause: linkemu.Sent}
+	}
+	recs := map[string][]linkemu.Record{
+		// A/down every 0.5 ms from 100 to 110 ms, on time.
+		"A/down": nil,
+		// B/down: due at 102 ms, written 2 ms late (after A's 102.5,
+		// 103, 103.5 ms: 3 pairs); due at 150 ms, 2 ms late, nothing of
+		// A near it.
+		"B/down": {rec(102, 2), rec(150, 2)},
+		// B/up late among A/down's times: another direction, no pair.
+		"B/up": {rec(105, 3)},
+		"A/up": {rec(300, 0)},
+	}
+	for i := 0; i <= 20; i++ {
+		recs["A/down"] = append(recs["A/down"], rec(100+0.5*float64(i), 0))
+	}
+	dirs, _ := summariseDirs(recs, 101*ms, 200*ms, ms)
+	for _, tc := range []struct {
+		dir, other string
+		pairs      int
+	}{{"B/down", "A/down", 3}, {"A/down", "B/down", 3}, {"B/up", "A/up", 0}, {"A/up", "B/up", 0}} {
+		o := dirs[tc.dir].Order
+		if tc.dir == "A/up" {
+			if o != nil {
+				t.Errorf("A/up wrote nothing in the window, yet has an order record %+v", o)
+			}
+			continue
+		}
+		if o == nil || o.Other != tc.other || o.ChangedPairs != tc.pairs {
+			t.Errorf("%s: order %+v, want %d pairs against %s", tc.dir, o, tc.pairs, tc.other)
+		}
+	}
+	if o := dirs["B/down"].Order; o.LateMaxNS != 2*ms || o.Packets != 1 {
+		t.Errorf("B/down: %+v, want 1 packet 2 ms late", o)
+	}
+}
+
 // TestFidelityLive: the emulator's record of a warm-up counts exactly the
 // echoes it carried and measures each path's one-way delay.
 func TestFidelityLive(t *testing.T) {

@@ -161,6 +161,16 @@ func TestEnsureErrors(t *testing.T) {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error is not one line: %q", err)
 			}
+			if c.name != "failing build" {
+				return
+			}
+			// A build that fails names its log, which holds the whole output.
+			_, log, ok := strings.Cut(err.Error(), "(full log ")
+			log = strings.TrimSuffix(log, ")")
+			b, rerr := os.ReadFile(log)
+			if !ok || rerr != nil || !strings.Contains(string(b), "compiler says no") {
+				t.Fatalf("err = %v: no build log holding the output (%v)", err, rerr)
+			}
 		})
 	}
 }
