@@ -2,6 +2,7 @@ package discriminator
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/migaudit/migaudit/data"
 )
@@ -22,6 +23,19 @@ type lossRule struct {
 	floor                     int64
 	floorText                 string
 	boundCite, floorCite, ref string
+	commit                    string
+}
+
+// modelAt drops a model rule read at another commit than the one that ran
+// (a model's code changes between versions: ngtcp2 0.12.1's BBR is not the
+// pin's BBRv3) and says so; commit "" (a trace analysed by hand) keeps it.
+func (cs *constantSet) modelAt(commit string) string {
+	r := cs.loss
+	if r == nil || !r.model || commit == "" || strings.HasPrefix(r.commit, commit) || strings.HasPrefix(commit, r.commit) {
+		return ""
+	}
+	cs.loss = nil
+	return fmt.Sprintf("%s's window rule was read at %s, not at %s, the commit that ran: its decreases are not classified by it", r.algorithm, r.ref, commit)
 }
 
 // lossRuleFor is controller cc's rule ("" = the default controller's), if
@@ -66,7 +80,7 @@ func modelRule(m data.LossResponse, params map[string]float64) (*lossRule, error
 		cite:      fmt.Sprintf("%s:%d at %s", m.Source.Path, m.Source.Line, ref),
 		boundCite: fmt.Sprintf("%s:%d", m.BoundSource.Path, m.BoundSource.Line),
 		floorCite: fmt.Sprintf("%s:%d", m.FloorSource.Path, m.FloorSource.Line),
-		floor:     int64(v), floorText: arith, ref: ref}, nil
+		floor:     int64(v), floorText: arith, ref: ref, commit: m.Commit}, nil
 }
 
 // classifyModel explains a decrease of a model-bound controller (BBR).

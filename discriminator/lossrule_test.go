@@ -91,3 +91,32 @@ func TestModelRule(t *testing.T) {
 		})
 	}
 }
+
+// TestModelAt: the BBR rule read at the pin applies to a run of the pin
+// (or a trace with no commit) and to no other version's run.
+func TestModelAt(t *testing.T) {
+	tests := []struct {
+		commit  string
+		keep    bool
+		noteHas string
+	}{
+		{"", true, ""},
+		{"d7fb3ed0407e1333e4ecbd011fcfd9c16499d5e0", true, ""},
+		{"a4ba3f20d70d4a4d79674cee1093c55b4c1d78ed", false, "read at d7fb3ed0407e, not at a4ba3f20d70d"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.commit, func(t *testing.T) {
+			cs, err := evalConstantsFor("ngtcp2", "bbr", map[string]float64{"S": 1452}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			note := cs.modelAt(tt.commit)
+			if (cs.loss != nil) != tt.keep || (tt.noteHas == "") != (note == "") || !strings.Contains(note, tt.noteHas) {
+				t.Errorf("commit %q: rule kept %v, note %q; want kept %v, note with %q", tt.commit, cs.loss != nil, note, tt.keep, tt.noteHas)
+			}
+			if c := classify(251710, 260634, cs); (c.Kind == ModelBound) != tt.keep {
+				t.Errorf("commit %q: 260634 → 251710 = %s", tt.commit, c.Kind)
+			}
+		})
+	}
+}
