@@ -90,6 +90,14 @@ func (p PathSpec) Validate() error {
 	return nil
 }
 
+// forCalibration is p as the calibration gates measure it: no random loss
+// (nor its seed) and no pv-distinct hold — they measure the emulator, not
+// the scenario.
+func (p PathSpec) forCalibration() PathSpec {
+	p.Loss, p.LossSeed, p.Hold, p.HoldExtra = 0, 0, 0, 0
+	return p
+}
+
 // String renders p in ParsePath syntax.
 func (p PathSpec) String() string {
 	var b strings.Builder

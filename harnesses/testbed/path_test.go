@@ -72,6 +72,7 @@ func TestLossyLinks(t *testing.T) {
 	}{
 		{"lossy", Lossy(), 0.01, LossySeed, LossySeed + 1, "20mbit,40ms,1%,seed=7170407"},
 		{"standard", Standard(), 0, 0, 0, "20mbit,40ms"},
+		{"pv-distinct", PVDistinct(), 0, 0, 0, "20mbit,40ms,hold=2x100ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,6 +82,9 @@ func TestLossyLinks(t *testing.T) {
 			}
 			if a, _ := linkSpecs(tt.cfg.PathA); a.Loss != 0 {
 				t.Errorf("path A loss %g, want none", a.Loss)
+			}
+			if c := tt.cfg.PathB.forCalibration(); c.Validate() != nil || c.Loss != 0 || c.Hold != 0 || c.Rate != tt.cfg.PathB.Rate {
+				t.Errorf("path B as calibrated: %+v (%v), want the rate and RTT without loss or hold", c, c.Validate())
 			}
 			if got := tt.cfg.PathB.String(); got != tt.specB {
 				t.Errorf("path B spec %q, want %q", got, tt.specB)
