@@ -31,7 +31,10 @@ type LossResponse struct {
 	// Arithmetic says how the product is computed, which decides rounding:
 	// "int-muldiv" (W*num/den in unsigned integers: floor),
 	// "int-shift" / "int-div" (W >> k, W / den: floor),
-	// "float64-trunc" ((W as f64 * factor) as usize: IEEE product, then truncation).
+	// "float64-trunc" ((W as f64 * factor) as usize: IEEE product, then truncation),
+	// "bbr-model" (BBR: no product on cwnd; the factor β scales the model's
+	// inflight bounds on a loss round, and cwnd = min(cwnd, the model's
+	// cap) at BoundSource, never below Floor).
 	Arithmetic string `json:"arithmetic"`
 	// Multiplies names the quantity W the factor multiplies ("cwnd at the
 	// loss event").
@@ -47,6 +50,9 @@ type LossResponse struct {
 	Source       Position `json:"source"`
 	FactorSource Position `json:"factor_source"`
 	FloorSource  Position `json:"floor_source"`
+	// BoundSource ("bbr-model" only) is where cwnd is bounded by the
+	// model: cwnd = min(cwnd, cap).
+	BoundSource *Position `json:"bound_source,omitempty"`
 	// Provenance: "audit <commit>".
 	Provenance string `json:"provenance"`
 }
@@ -55,6 +61,10 @@ type LossResponse struct {
 type LossResponses struct {
 	Implementation string         `json:"implementation"`
 	Responses      []LossResponse `json:"responses"`
+	// Models are the controllers whose window follows a model rather than
+	// a factor on the window ("bbr-model"): kept apart so that nothing
+	// re-deriving a product (a LOSS_BACKOFF) takes one for a factor rule.
+	Models []LossResponse `json:"models,omitempty"`
 }
 
 var lossResponses sync.Map // canonical name → *lossEntry
@@ -95,7 +105,26 @@ func LossResponsesFor(name string) (LossResponses, bool, error) {
 	for i := range out.Responses {
 		out.Responses[i].Floor = out.Responses[i].Floor.clonePtr()
 	}
+	out.Models = append([]LossResponse(nil), e.r.Models...)
+	for i := range out.Models {
+		out.Models[i].Floor = out.Models[i].Floor.clonePtr()
+		if b := out.Models[i].BoundSource; b != nil {
+			c := *b
+			out.Models[i].BoundSource = &c
+		}
+	}
 	return out, true, nil
+}
+
+// ModelOf is controller cc's model-bound response ("bbr-model"), if audited.
+func (l LossResponses) ModelOf(cc string) (LossResponse, bool) {
+	cc = strings.ToLower(cc)
+	for _, r := range l.Models {
+		if r.Algorithm == cc {
+			return r, true
+		}
+	}
+	return LossResponse{}, false
 }
 
 // DefaultLossResponse is the response of the controller the harness runs

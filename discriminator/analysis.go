@@ -11,7 +11,10 @@ const (
 	LossBackoff  CollapseKind = "LOSS_BACKOFF"
 	LossFloor    CollapseKind = "LOSS_FLOOR"
 	BelowInitial CollapseKind = "BELOW_INITIAL"
-	Unexplained  CollapseKind = "UNEXPLAINED"
+	// ModelBound: a controller that sets its window from a model (BBR)
+	// bounded it, within the range its code allows (lossrule.go).
+	ModelBound  CollapseKind = "MODEL_BOUND"
+	Unexplained CollapseKind = "UNEXPLAINED"
 )
 
 // MigrationKind is what the trace shows happened to the peer's address.

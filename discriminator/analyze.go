@@ -100,6 +100,9 @@ func begin(source string, meta timeline.Meta, warnings []timeline.Warning, opt O
 	if err != nil {
 		return Analysis{}, constantSet{}, fmt.Errorf("analyze %s: %w", source, err)
 	}
+	if n := cs.modelAt(opt.Commit); n != "" {
+		notes = append(notes, n)
+	}
 	a := Analysis{
 		Implementation: canonicalImpl(opt.Impl),
 		Trace:          source,

@@ -131,6 +131,9 @@ func classify(v, prev int64, cs constantSet) Collapse {
 // classifyIn explains one decrease from prev to v with the constants and
 // the series around it.
 func classifyIn(v, prev int64, cs constantSet, sc seriesContext) Collapse {
+	if cs.loss != nil && cs.loss.model {
+		return classifyModel(v, prev, cs)
+	}
 	c := Collapse{ValueBytes: v, PreviousBytes: prev}
 	isReset := containsInt(cs.initial, v)
 	backoff, backoffText := isBackoff(v, prev, cs)

@@ -96,7 +96,7 @@ func evalConstantsIn(impl string, params map[string]float64, at *data.Constants)
 		}
 		cs.defaultRTT = int64(v)
 	}
-	return evalLoss(cs, impl, "")
+	return evalLoss(cs, impl, "", params)
 }
 
 // evalConstantsFor is evalConstants for a run of the controller cc ("" =
@@ -111,20 +111,21 @@ func evalConstantsFor(impl, cc string, params map[string]float64, at *data.Const
 	if err != nil || cc == "" {
 		return cs, err
 	}
-	return evalLoss(cs, impl, cc)
+	return evalLoss(cs, impl, cc, params)
 }
 
 // evalLoss selects the loss response of controller cc ("" = the default).
-// A controller without an audited response (BBR sets its window from its
-// model) gets none, and the constants' loss factor, which is the default
-// controller's, no longer applies either.
-func evalLoss(cs constantSet, impl, cc string) (constantSet, error) {
-	r, err := lossRuleFor(impl, cc)
+// A controller without an audited response gets none, and the constants'
+// loss factor, which is the default controller's, no longer applies
+// either; nor does it to a model-bound one (BBR sets its window from its
+// model: classifyModel).
+func evalLoss(cs constantSet, impl, cc string, params map[string]float64) (constantSet, error) {
+	r, err := lossRuleFor(impl, cc, params)
 	if err != nil {
 		return constantSet{}, fmt.Errorf("%s: %w", impl, err)
 	}
 	cs.loss, cs.cc = r, cc
-	if r == nil && cc != "" {
+	if (r == nil || r.model) && cc != "" {
 		cs.factor, cs.hasFactor = 0, false
 	}
 	return cs, nil

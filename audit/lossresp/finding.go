@@ -37,6 +37,12 @@ func Finding(s Spec, r data.LossResponse, src Source) (audit.Finding, error) {
 			kind, note string
 		}{r.FactorSource, "constant", "the factor"})
 	}
+	if r.BoundSource != nil {
+		positions = append(positions, struct {
+			p          data.Position
+			kind, note string
+		}{*r.BoundSource, "assignment", "cwnd bounded by the model"})
+	}
 	if r.Floor != nil {
 		positions = append(positions, struct {
 			p          data.Position

@@ -48,8 +48,13 @@ type Spec struct {
 	Anchors []string
 	Apply   string
 	// Arithmetic: "int-muldiv" (W * num / den), "int-div" (W / den),
-	// "int-shift" (W >> k), "float64-trunc" ((W as f64 * factor) as usize).
+	// "int-shift" (W >> k), "float64-trunc" ((W as f64 * factor) as usize),
+	// "bbr-model" (Apply's groups name numerator and denominator of β,
+	// both resolved by FactorDef; the window is bounded at Bound).
 	Arithmetic string
+	// Bound ("bbr-model"): the line, searched from the top of File, where
+	// cwnd is set to min(cwnd, the model's cap).
+	Bound string
 	// FactorDef resolves a named factor (Apply's first group).
 	FactorDef *Def
 	// Floor: the first line matching it after the arithmetic's anchors
@@ -141,6 +146,29 @@ func Extract(spec Spec, src Source) (data.LossResponse, error) {
 			return data.LossResponse{}, fmt.Errorf("%s: %q: shift %q is not a small integer", where, lines[ai], factor)
 		}
 		r.FactorNum, r.FactorDen = 1, 1<<k
+	case "bbr-model":
+		if spec.FactorDef == nil {
+			return data.LossResponse{}, fmt.Errorf("%s: bbr-model needs FactorDef for %s and %s", where, groups[1], groups[2])
+		}
+		dv, dpos, err := resolve(src, *spec.FactorDef, groups[2])
+		if err != nil {
+			return data.LossResponse{}, fmt.Errorf("%s: factor %s: %w", where, groups[2], err)
+		}
+		num, err1 := strconv.ParseInt(factor, 10, 64)
+		den, err2 := strconv.ParseInt(dv, 10, 64)
+		if err1 != nil || err2 != nil || den == 0 {
+			return data.LossResponse{}, fmt.Errorf("%s: %s = %q, %s = %q is not an integer fraction", where, groups[1], factor, groups[2], dv)
+		}
+		r.FactorNum, r.FactorDen = num, den
+		r.FactorText += ", " + groups[2] + " = " + dv + fmt.Sprintf(" (%s:%d)", dpos.Path, dpos.Line)
+		if spec.Bound == "" {
+			return data.LossResponse{}, fmt.Errorf("%s: bbr-model needs the line that bounds cwnd", where)
+		}
+		bi, _, err := find(lines, 0, spec.Bound)
+		if err != nil {
+			return data.LossResponse{}, fmt.Errorf("%s: cwnd bound %q not found in %s", where, spec.Bound, spec.File)
+		}
+		r.BoundSource = &data.Position{Path: spec.File, Line: bi + 1}
 	case "float64-trunc":
 		rat, ok := new(big.Rat).SetString(factor)
 		if !ok || rat.Sign() <= 0 || !rat.Num().IsInt64() || !rat.Denom().IsInt64() {

@@ -23,7 +23,7 @@ func TestLive(t *testing.T) {
 	if os.Getenv(gitsrc.MirrorsEnv) == "" {
 		t.Skip("no $MIGAUDIT_MIRRORS: the upstream sources are not here (TestExtract covers the rules offline)")
 	}
-	byImpl := map[string][]data.LossResponse{}
+	byImpl, models := map[string][]data.LossResponse{}, map[string][]data.LossResponse{}
 	var order []string
 	for _, s := range Specs {
 		repo, err := gitsrc.Locate(s.Upstream, "")
@@ -41,7 +41,11 @@ func TestLive(t *testing.T) {
 		if _, ok := byImpl[s.Impl]; !ok {
 			order = append(order, s.Impl)
 		}
-		byImpl[s.Impl] = append(byImpl[s.Impl], r)
+		if r.Arithmetic == "bbr-model" {
+			models[s.Impl] = append(models[s.Impl], r)
+		} else {
+			byImpl[s.Impl] = append(byImpl[s.Impl], r)
+		}
 		f, err := Finding(s, r, snap)
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +54,7 @@ func TestLive(t *testing.T) {
 	}
 	sort.Strings(order)
 	for _, impl := range order {
-		b, err := json.MarshalIndent(data.LossResponses{Implementation: impl, Responses: byImpl[impl]}, "", "  ")
+		b, err := json.MarshalIndent(data.LossResponses{Implementation: impl, Responses: byImpl[impl], Models: models[impl]}, "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,6 +153,72 @@ func TestExtract(t *testing.T) {
 			}
 			if len(f.Evidence) == 0 || f.Evidence[0].Line != tc.line || !strings.Contains(f.Evidence[0].Excerpt, "cwnd") && !strings.Contains(f.Evidence[0].Excerpt, "congestion_window") {
 				t.Errorf("finding evidence %+v does not show the arithmetic at line %d", f.Evidence, tc.line)
+			}
+		})
+	}
+}
+
+// TestExtractBBR: ngtcp2's BBR is read as a model: β from its two
+// definitions, the line that bounds cwnd, min_pipe_cwnd as the floor.
+func TestExtractBBR(t *testing.T) {
+	var bbr Spec
+	for _, s := range Specs {
+		if s.Impl == "ngtcp2" && s.Algorithm == "bbr" {
+			bbr = s
+		}
+	}
+	const body = "#define NGTCP2_BBR_BETA_NUMER 7\n#define NGTCP2_BBR_BETA_DENOM 10\n" + // 1-2
+		"static void bbr_loss_lower_bounds(ngtcp2_cc_bbr *bbr) {\n" + // 3
+		"  bbr->inflight_shortterm = ngtcp2_max(\n" + // 4
+		"    bbr->inflight_latest,\n" + // 5
+		"    bbr->inflight_shortterm * NGTCP2_BBR_BETA_NUMER / NGTCP2_BBR_BETA_DENOM);\n" + // 6
+		"}\nstatic uint64_t min_pipe_cwnd(size_t max_udp_payload_size) {\n  return max_udp_payload_size * 4;\n}\n" + // 7-10
+		"static void bbr_bound_cwnd_for_model(const ngtcp2_cc_bbr *bbr,\n  cstat->cwnd = ngtcp2_min(cstat->cwnd, cap);\n" // 11-12
+	tests := []struct {
+		name                  string
+		body                  string
+		num, den              int64
+		line, bound           int
+		floor, err, factorTxt string
+	}{
+		{name: "bbrv3 at the pin's shape", body: body, num: 7, den: 10, line: 6, bound: 12, floor: "4*S", factorTxt: "NGTCP2_BBR_BETA_DENOM = 10"},
+		{name: "beta 8/10", body: strings.Replace(body, "NUMER 7", "NUMER 8", 1), num: 8, den: 10, line: 6, bound: 12, floor: "4*S", factorTxt: "NGTCP2_BBR_BETA_NUMER = 8"},
+		{name: "denominator undefined", body: strings.Replace(body, "#define NGTCP2_BBR_BETA_DENOM 10\n", "\n", 1), err: "NGTCP2_BBR_BETA_DENOM"},
+		{name: "cwnd not bounded by the model", body: strings.Replace(body, "ngtcp2_min(cstat->cwnd, cap)", "cap", 1), err: "cwnd bound"},
+		{name: "min_pipe_cwnd changed shape", body: strings.Replace(body, "max_udp_payload_size * 4", "4 * max_udp_payload_size", 1), err: "floor"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, err := gitsrc.CommitFiles(t.TempDir(), map[string]string{"lib/ngtcp2_bbr.c": tc.body})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Extract(bbr, snap)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.FactorNum != tc.num || r.FactorDen != tc.den || r.Source.Line != tc.line || r.BoundSource == nil || r.BoundSource.Line != tc.bound {
+				t.Errorf("got %d/%d at line %d, bound %+v; want %d/%d at %d, bound at %d", r.FactorNum, r.FactorDen, r.Source.Line, r.BoundSource, tc.num, tc.den, tc.line, tc.bound)
+			}
+			if r.Floor == nil || r.Floor.Expr != tc.floor || !strings.Contains(r.FactorText, tc.factorTxt) {
+				t.Errorf("floor %+v, factor %q; want %s and %q", r.Floor, r.FactorText, tc.floor, tc.factorTxt)
+			}
+			f, err := Finding(bbr, r, snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sawBound bool
+			for _, e := range f.Evidence {
+				sawBound = sawBound || (e.Line == tc.bound && strings.Contains(e.Excerpt, "ngtcp2_min(cstat->cwnd, cap)"))
+			}
+			if !sawBound {
+				t.Errorf("finding evidence %+v does not show the cwnd bound at line %d", f.Evidence, tc.bound)
 			}
 		})
 	}

@@ -7,8 +7,11 @@ const (
 	picoquicRef = "0dc8ba8b2be30246720934d3f43a144b372e1a90"
 	msquicRef   = "4db8b3987100034e9ded68df2c4d3526cbeeeaad"
 	ngtcp2Ref   = "v0.12.1"
-	quicheRef   = "0.18.0"
-	quicgoRef   = "v0.61.0"
+	// ngtcp2PinRef is the pin the ngtcp2 harness builds by default
+	// (data/implementations.json); its BBR is read there.
+	ngtcp2PinRef = "d7fb3ed0407e1333e4ecbd011fcfd9c16499d5e0"
+	quicheRef    = "0.18.0"
+	quicgoRef    = "v0.61.0"
 	// quicly is built from its pin (harnesses/quicly).
 	quiclyRef = "b11d3634282371bcd643cf69d48b7b4b983fa1ba"
 	// xquic is built from its pin (harnesses/xquic).
@@ -26,9 +29,11 @@ const (
 
 // Specs are the loss responses audited: each live implementation's default
 // controller and the --cc alternatives whose reduction is one product.
-// BBR (picoquic, quiche, ngtcp2, msquic) sets its window from its model,
-// not by a factor on loss; picoquic's CUBIC computes in doubles over
-// W_max/send_mtu (cubic.c) and is not extracted yet.
+// BBR sets its window from its model, not by a factor on loss: ngtcp2's
+// (BBRv3 at the pin) is stated as "bbr-model" (β on the inflight bounds,
+// the line that bounds cwnd, min_pipe_cwnd as the floor); picoquic's,
+// quiche's and msquic's BBR are not read yet; picoquic's CUBIC computes in
+// doubles over W_max/send_mtu (cubic.c) and is not extracted yet.
 var Specs = []Spec{
 	{
 		Impl: "picoquic", Upstream: "https://github.com/private-octopus/picoquic", Ref: picoquicRef,
@@ -87,6 +92,27 @@ var Specs = []Spec{
 		Floor:      `min_cwnd = (\d+) \* cstat->max_tx_udp_payload_size;`,
 		FloorExpr:  "%d*S", FloorParams: map[string]float64{"S": 1200},
 		Multiplies: "cstat->cwnd at the loss event", Growth: growthAckFirst,
+	},
+	{
+		// BBRv3 (lib/ngtcp2_bbr.c): on a loss round bbr_loss_lower_bounds
+		// sets inflight_shortterm = max(inflight_latest, inflight_shortterm
+		// × β) (and bbr_handle_inflight_too_high inflight_longterm =
+		// max(tx_in_flight, target × β)); every ACK bbr_set_cwnd bounds
+		// cwnd by max_inflight (BDP × cwnd_gain + extra_acked), PROBE_RTT's
+		// BDP/2, and bbr_bound_cwnd_for_model's cap (inflight_longterm or
+		// the headroom, then inflight_shortterm), never below
+		// min_pipe_cwnd = 4 × S. No packet conservation at this version.
+		Impl: "ngtcp2", Upstream: "https://github.com/ngtcp2/ngtcp2", Ref: ngtcp2PinRef,
+		Algorithm: "bbr", File: "lib/ngtcp2_bbr.c",
+		Anchors:    []string{`^static void bbr_loss_lower_bounds\(ngtcp2_cc_bbr \*bbr\) \{`},
+		Apply:      `bbr->inflight_shortterm \* (NGTCP2_BBR_BETA_NUMER) / (NGTCP2_BBR_BETA_DENOM)\);`,
+		Arithmetic: "bbr-model",
+		FactorDef:  &Def{File: "lib/ngtcp2_bbr.c", Pattern: `^#define %s (\d+)$`},
+		Bound:      `^\s*cstat->cwnd = ngtcp2_min\(cstat->cwnd, cap\);`,
+		Floor:      `^\s*return max_udp_payload_size \* (\d+);`,
+		FloorExpr:  "%d*S", FloorParams: map[string]float64{"S": 1200},
+		Multiplies: "the model's inflight bounds (inflight_shortterm, inflight_longterm) on a loss round, not cwnd: cwnd = min(cwnd, the model's cap) on every ACK, at least min_pipe_cwnd",
+		Growth:     "cwnd grows by the bytes each ACK delivers up to the model's max_inflight; the model's bounds are not in the trace",
 	},
 	{
 		Impl: "msquic", Upstream: "https://github.com/microsoft/msquic", Ref: msquicRef,

@@ -42,7 +42,7 @@ func newAnalyzeCmd() *cobra.Command {
 		Long: `analyze reads traces (qlog of picoquic, ngtcp2, quic-go or quiche; msquic's trace log;
 a timeline CSV; gzip is transparent), finds the migration in each (address change or
 path-validation exchange), classifies every window decrease from 50 ms before path
-validation to 2 s after as RESET, LOSS_BACKOFF, LOSS_FLOOR, BELOW_INITIAL or UNEXPLAINED
+validation to 2 s after as RESET, LOSS_BACKOFF, LOSS_FLOOR, BELOW_INITIAL, MODEL_BOUND (BBR) or UNEXPLAINED
 using the implementation's constants from data/, attributes the post-migration RTT to
 the old path, the new path or the default, and answers Q1 and Q3 for each trace.
 

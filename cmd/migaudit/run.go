@@ -69,7 +69,8 @@ Scenarios: standard, step-down, port-rebind (same IP, new port), nat-rebind
 (address changes without the client validating the path), migrate-back (A→B→A),
 pv-distinct (as standard, but path B's first two PATH_CHALLENGE-sized datagrams each
 way after it was idle, the path validation, wait 100 ms more: Q2 is decided live from
-the wire).`,
+the wire), lossy (as standard, with 1 % random loss each way on path B from a fixed
+seed the manifest records: loss responses after the migration, down to the floor).`,
 		Example: `  sudo migaudit run --impl ngtcp2 --reps 5
   sudo migaudit run --impl ngtcp2 --commit v1.0.0 --reps 1
   sudo migaudit run --impl ngtcp2 --system --reps 5
@@ -158,7 +159,7 @@ the wire).`,
 	f := cmd.Flags()
 	f.StringVar(&impl, "impl", "quic-go", "implementation with a live harness: quic-go, ngtcp2, quiche, msquic (built from --source), picoquic")
 	f.IntVar(&reps, "reps", 5, "repetitions")
-	f.StringVar(&scenario, "scenario", "standard", "standard|step-down|port-rebind|nat-rebind|migrate-back|pv-distinct")
+	f.StringVar(&scenario, "scenario", "standard", "standard|step-down|port-rebind|nat-rebind|migrate-back|pv-distinct|lossy")
 	f.StringVar(&cc, "cc", "", "congestion control: cubic|reno|bbr (default: the implementation's own)")
 	f.StringVar(&out, "out", "", "output directory (default results/<impl>-<scenario>-<timestamp>)")
 	f.BoolVar(&skipCal, "skip-calibration", false, "run on an uncalibrated testbed (recorded in every manifest)")

@@ -104,7 +104,7 @@ func (h *Harness) SetInstrumented(on bool) error {
 // nat-rebind; msquic implements CUBIC and BBR.
 func (h *Harness) Capabilities() run.Capabilities {
 	return run.Capabilities{
-		Scenarios: map[run.Scenario]string{run.Standard: "", run.StepDown: "", run.PortRebind: "", run.MigrateBack: "", run.PVDistinct: "",
+		Scenarios: map[run.Scenario]string{run.Standard: "", run.StepDown: "", run.PortRebind: "", run.MigrateBack: "", run.PVDistinct: "", run.Lossy: "",
 			run.NATRebind: "msquic's client has no separate NAT-rebinding mode: QUIC_PARAM_CONN_LOCAL_ADDRESS already rebinds Paths[0] in place without the client validating the new path (src/core/connection.c, QUIC_PARAM_CONN_LOCAL_ADDRESS), which is what the standard scenario runs"},
 		CCs: []string{"cubic", "bbr"}, DefaultCC: "cubic",
 		CCWhy: "msquic implements cubic and bbr (QUIC_CONGESTION_CONTROL_ALGORITHM)",

@@ -134,7 +134,7 @@ func (h *Harness) ensure(ctx context.Context) (*upstream.Artifact, *Plan, error)
 // the example programs' --cc choices.
 func (h *Harness) Capabilities() run.Capabilities {
 	return run.Capabilities{
-		Scenarios: map[run.Scenario]string{run.Standard: "", run.StepDown: "", run.PortRebind: "", run.NATRebind: "", run.PVDistinct: "",
+		Scenarios: map[run.Scenario]string{run.Standard: "", run.StepDown: "", run.PortRebind: "", run.NATRebind: "", run.PVDistinct: "", run.Lossy: "",
 			run.MigrateBack: "ngtcp2's example client changes its local address once (--change-local-addr arms a one-shot timer, examples/client.cc start_change_local_addr_timer, in 0.12.1 as in v1.25) and has no way to return to a previous address"},
 		CCs: []string{"cubic", "reno", "bbr", "bbr2"}, DefaultCC: "cubic",
 		CCWhy: "the choices of ngtcp2's gtlsserver/gtlsclient --cc",

@@ -52,10 +52,15 @@ const (
 	// from it (RFC 9002 §6.2.2, Q2) shows in the trace. The wire decides
 	// per repetition whether the two differed (docs/testbed.md).
 	PVDistinct Scenario = "pv-distinct"
+	// Lossy: as Standard, with random loss on path B (testbed.Lossy: 1 %
+	// of datagrams each way, from a fixed seed the manifest's path spec
+	// records): loss responses after the migration, down to the floor,
+	// are exercised and every collapse must be classified (issue 29).
+	Lossy Scenario = "lossy"
 )
 
 // AllScenarios in the order the CLI lists them.
-var AllScenarios = []Scenario{Standard, StepDown, PortRebind, NATRebind, MigrateBack, PVDistinct}
+var AllScenarios = []Scenario{Standard, StepDown, PortRebind, NATRebind, MigrateBack, PVDistinct, Lossy}
 
 // IsIPMigration reports whether s moves the client to another IP address.
 func (s Scenario) IsIPMigration() bool { return s != PortRebind }

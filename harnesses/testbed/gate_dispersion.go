@@ -35,7 +35,8 @@ func gateDispersion(ctx context.Context, t *Testbed, c *Calibration, opt Calibra
 		}
 		for _, rate := range opt.Rates {
 			s := base
-			s.Rate, s.Loss, s.Hold = rate, 0, 0 // calibrated without the pv-distinct hold
+			s = s.forCalibration()
+			s.Rate = rate
 			if err := t.SetPath(p, s); err != nil {
 				cli.Close()
 				return nil, err

@@ -23,7 +23,8 @@ func gateThroughput(ctx context.Context, t *Testbed, sen *sentinel, c *Calibrati
 		base := c.Paths[p]
 		for _, rate := range opt.Rates {
 			s := base
-			s.Rate, s.Loss, s.Hold = rate, 0, 0 // calibrated without the pv-distinct hold
+			s = s.forCalibration()
+			s.Rate = rate
 			if err := t.SetPath(p, s); err != nil {
 				return nil, err
 			}

@@ -24,7 +24,8 @@ func gateTiming(ctx context.Context, t *Testbed, e *echoServer, sen *sentinel, c
 		}
 		for _, rtt := range opt.RTTs {
 			s := base
-			s.RTT, s.Loss, s.Hold = rtt, 0, 0 // calibrated without the pv-distinct hold: it measures the emulator
+			s = s.forCalibration()
+			s.RTT = rtt
 			if err := t.SetPath(p, s); err != nil {
 				conn.Close()
 				return nil, err

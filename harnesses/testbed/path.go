@@ -27,6 +27,12 @@ type PathSpec struct {
 	// the path validation's datagrams. ParsePath syntax hold=KxDURATION.
 	Hold      int           `json:"hold,omitempty"`
 	HoldExtra time.Duration `json:"hold_extra_ns,omitempty"`
+	// LossSeed seeds the loss draw (linkemu.Spec.Seed): the up direction
+	// draws with LossSeed, the down direction with LossSeed+1, so a lossy
+	// path loses the same datagrams for the same arrivals and the run's
+	// manifest (this spec's String) names the draw. 0: from the clock.
+	// ParsePath syntax seed=N.
+	LossSeed uint64 `json:"loss_seed,omitempty"`
 }
 
 // HoldMinIPSize is the least IP packet the hold counts: a UDP datagram of
@@ -74,12 +80,22 @@ func (p PathSpec) Validate() error {
 		return fmt.Errorf("burst %d B must be at least 1600 (one full packet)", p.Burst)
 	case p.Queue < 0 || p.Queue > 0 && p.Queue < 1600:
 		return fmt.Errorf("queue %d B must be at least 1600 (one full packet)", p.Queue)
+	case p.LossSeed != 0 && p.Loss == 0:
+		return fmt.Errorf("loss seed %d without a loss rate", p.LossSeed)
 	case p.Hold < 0 || p.Hold > maxHold:
 		return fmt.Errorf("hold %d datagrams out of range 0..%d", p.Hold, maxHold)
 	case p.Hold > 0 && (p.HoldExtra <= 0 || p.HoldExtra > 10*time.Second):
 		return fmt.Errorf("hold extra delay %v out of range (0, 10s]", p.HoldExtra)
 	}
 	return nil
+}
+
+// forCalibration is p as the calibration gates measure it: no random loss
+// (nor its seed) and no pv-distinct hold — they measure the emulator, not
+// the scenario.
+func (p PathSpec) forCalibration() PathSpec {
+	p.Loss, p.LossSeed, p.Hold, p.HoldExtra = 0, 0, 0, 0
+	return p
 }
 
 // String renders p in ParsePath syntax.
@@ -90,6 +106,9 @@ func (p PathSpec) String() string {
 	b.WriteString(formatDur(p.RTT))
 	if p.Loss > 0 {
 		b.WriteString("," + strconv.FormatFloat(p.Loss*100, 'g', -1, 64) + "%")
+	}
+	if p.Loss > 0 && p.LossSeed != 0 {
+		fmt.Fprintf(&b, ",seed=%d", p.LossSeed)
 	}
 	if p.Burst > 0 {
 		fmt.Fprintf(&b, ",burst=%d", p.Burst)
@@ -126,8 +145,8 @@ func formatDur(d time.Duration) string {
 
 var rateRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)?$`)
 
-// ParsePath parses "RATE,RTT[,LOSS%][,burst=BYTES][,queue=BYTES][,hold=KxDURATION]",
-// e.g. "20mbit,20ms", "20mbit,40ms,0.5%", "100mbit,10ms,burst=3200",
+// ParsePath parses "RATE,RTT[,LOSS%][,seed=N][,burst=BYTES][,queue=BYTES][,hold=KxDURATION]",
+// e.g. "20mbit,20ms", "20mbit,40ms,0.5%", "20mbit,40ms,1%,seed=7", "100mbit,10ms,burst=3200",
 // "20mbit,40ms,hold=1x100ms". RATE takes
 // tc units (bit, kbit, mbit, gbit; kbps etc. are bytes/s as in tc) or
 // "unlimited"; RTT is a Go duration; LOSS is a percentage or a fraction.
@@ -162,6 +181,12 @@ func ParsePath(s string) (PathSpec, error) {
 				return p, fmt.Errorf("path %q: field %d: hold: %w", s, field, err)
 			}
 			p.Hold, p.HoldExtra = n, x
+		case strings.HasPrefix(f, "seed="):
+			n, err := strconv.ParseUint(f[5:], 10, 64)
+			if err != nil {
+				return p, fmt.Errorf("path %q: field %d: seed: %w", s, field, err)
+			}
+			p.LossSeed = n
 		case strings.HasPrefix(f, "burst="), strings.HasPrefix(f, "queue="):
 			n, err := strconv.Atoi(f[6:])
 			if err != nil {
@@ -244,6 +269,25 @@ const maxHold = 16
 func PVDistinct() Config {
 	c := Standard()
 	c.PathB.Hold, c.PathB.HoldExtra = 2, 100*time.Millisecond
+	return c
+}
+
+// LossyRate and LossySeed are the lossy scenario's path-B loss: 1 % of
+// datagrams each way, drawn from a fixed seed (recorded in the manifest's
+// path spec, "…,1%,seed=N").
+const (
+	LossyRate = 0.01
+	LossySeed = 0x6d6967 // "mig"
+)
+
+// Lossy is Standard with random loss on path B, the path the client
+// migrates to: 1 % of datagrams each way, seeded (docs/testbed.md,
+// "lossy"). Loss cascades down to the floor after the migration are
+// exercised, and the random drops are counted apart (loss_drops) from the
+// emulator's lateness, so they never spoil a repetition's fidelity.
+func Lossy() Config {
+	c := Standard()
+	c.PathB.Loss, c.PathB.LossSeed = LossyRate, LossySeed
 	return c
 }
 

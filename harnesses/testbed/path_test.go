@@ -27,6 +27,9 @@ func TestParsePath(t *testing.T) {
 		{in: "20mbit,-5ms", wantErr: "rtt -5ms out of range"},
 		{in: "20mbit,40ms,hold=1x100ms", want: PathSpec{Rate: 20_000_000, RTT: 40 * time.Millisecond, Hold: 1, HoldExtra: 100 * time.Millisecond}},
 		{in: "20mbit,40ms,hold=2x1.5ms", want: PathSpec{Rate: 20_000_000, RTT: 40 * time.Millisecond, Hold: 2, HoldExtra: 1500 * time.Microsecond}},
+		{in: "20mbit,40ms,1%,seed=7170407", want: PathSpec{Rate: 20_000_000, RTT: 40 * time.Millisecond, Loss: 0.01, LossSeed: 7170407}},
+		{in: "20mbit,40ms,seed=7", wantErr: "loss seed 7 without a loss rate"},
+		{in: "20mbit,40ms,1%,seed=-1", wantErr: "field 4: seed:"},
 		{in: "20mbit,40ms,hold=1", wantErr: "field 3: hold: want KxDURATION"},
 		{in: "20mbit,40ms,hold=1xsoon", wantErr: "field 3: hold:"},
 		{in: "20mbit,40ms,hold=99x10ms", wantErr: "hold 99 datagrams out of range"},
@@ -51,6 +54,40 @@ func TestParsePath(t *testing.T) {
 			back, err := ParsePath(got.String())
 			if err != nil || back != got {
 				t.Fatalf("round trip %q -> %q -> %+v, %v", tt.in, got.String(), back, err)
+			}
+		})
+	}
+}
+
+// TestLossyLinks: the lossy scenario gives path B's two directions the
+// configured loss with distinct fixed seeds, path A none, and the manifest's
+// spec string names rate and seed.
+func TestLossyLinks(t *testing.T) {
+	tests := []struct {
+		name           string
+		cfg            Config
+		loss           float64
+		upSeed, dnSeed uint64
+		specB          string
+	}{
+		{"lossy", Lossy(), 0.01, LossySeed, LossySeed + 1, "20mbit,40ms,1%,seed=7170407"},
+		{"standard", Standard(), 0, 0, 0, "20mbit,40ms"},
+		{"pv-distinct", PVDistinct(), 0, 0, 0, "20mbit,40ms,hold=2x100ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up, down := linkSpecs(tt.cfg.PathB)
+			if up.Loss != tt.loss || down.Loss != tt.loss || up.Seed != tt.upSeed || down.Seed != tt.dnSeed {
+				t.Errorf("path B up %g seed %d, down %g seed %d; want %g, seeds %d/%d", up.Loss, up.Seed, down.Loss, down.Seed, tt.loss, tt.upSeed, tt.dnSeed)
+			}
+			if a, _ := linkSpecs(tt.cfg.PathA); a.Loss != 0 {
+				t.Errorf("path A loss %g, want none", a.Loss)
+			}
+			if c := tt.cfg.PathB.forCalibration(); c.Validate() != nil || c.Loss != 0 || c.Hold != 0 || c.Rate != tt.cfg.PathB.Rate {
+				t.Errorf("path B as calibrated: %+v (%v), want the rate and RTT without loss or hold", c, c.Validate())
+			}
+			if got := tt.cfg.PathB.String(); got != tt.specB {
+				t.Errorf("path B spec %q, want %q", got, tt.specB)
 			}
 		})
 	}

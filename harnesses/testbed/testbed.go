@@ -269,6 +269,9 @@ func linkSpecs(s PathSpec) (up, down linkemu.Spec) {
 	}
 	down = up
 	down.Delay = s.RTT - up.Delay
+	if s.LossSeed != 0 {
+		up.Seed, down.Seed = s.LossSeed, s.LossSeed+1
+	}
 	return up, down
 }
 

@@ -52,7 +52,7 @@ type Spec struct {
 func Capabilities(lib string, ccs []string, def string, aliases map[string]string, why string) run.Capabilities {
 	return run.Capabilities{
 		Scenarios: map[run.Scenario]string{
-			run.Standard: "", run.StepDown: "", run.NATRebind: "",
+			run.Standard: "", run.StepDown: "", run.NATRebind: "", run.Lossy: "",
 			run.PortRebind:  lib + " has no client API to change its local address; the harness moves the connection to the path-B socket, which changes the IP, not only the port",
 			run.MigrateBack: "the harness moves the client once (to the path-B socket); a return to path A is not implemented",
 		},

@@ -38,6 +38,7 @@ var markColour = map[string]string{
 	"LOSS_BACKOFF":  "#ff7f0e",
 	"LOSS_FLOOR":    "#9467bd",
 	"BELOW_INITIAL": "#8c564b",
+	"MODEL_BOUND":   "#17becf",
 	"UNEXPLAINED":   "#7f7f7f",
 }
 

@@ -149,6 +149,8 @@ func FactoryWith(fo FactoryOptions) run.NetFactory {
 			cfg = testbed.StepDown()
 		case run.PVDistinct:
 			cfg = testbed.PVDistinct()
+		case run.Lossy:
+			cfg = testbed.Lossy()
 		}
 		cfg.Tuning = fo.Tuning
 		cal := run.Calibration{Paths: map[run.Path]string{run.PathA: cfg.PathA.String(), run.PathB: cfg.PathB.String()}}

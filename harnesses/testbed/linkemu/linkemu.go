@@ -40,12 +40,17 @@ import (
 
 // Spec is one direction's emulation.
 type Spec struct {
-	Rate     int64         // bit/s; 0 = unlimited (no bucket, no queue)
-	Burst    int           // bucket depth, bytes
-	Queue    int           // drop-tail backlog limit, bytes (0 = unlimited)
-	Delay    time.Duration // one-way propagation delay
-	Loss     float64       // drop probability per packet
-	Overhead int           // bytes added to each packet's length for the bucket
+	Rate  int64         // bit/s; 0 = unlimited (no bucket, no queue)
+	Burst int           // bucket depth, bytes
+	Queue int           // drop-tail backlog limit, bytes (0 = unlimited)
+	Delay time.Duration // one-way propagation delay
+	Loss  float64       // drop probability per packet
+	// Seed seeds the loss draw (read at Start): with the same seed and the
+	// same arrivals the same packets are lost, so a lossy run is
+	// reproducible and its manifest can say which draw it had. 0 draws a
+	// seed from the clock.
+	Seed     uint64
+	Overhead int // bytes added to each packet's length for the bucket
 	// Hold gives the first Hold datagrams that arrive after the link was
 	// idle for HoldIdle (0: DefaultHoldIdle) an extra delay HoldExtra,
 	// beside the FIFO: they take their place in the token bucket, then
@@ -158,6 +163,15 @@ func (l *Link) Counters() Counters { return l.counters() }
 
 // Timing returns the thread's self-measurement.
 func (l *Link) Timing() Timing { return l.timing() }
+
+// seed is the loss draw's seed: s.Seed, or one from the clock and the
+// output descriptor.
+func (s Spec) seed(outFD int) uint64 {
+	if s.Seed != 0 {
+		return s.Seed
+	}
+	return uint64(time.Now().UnixNano()) ^ uint64(outFD)<<32
+}
 
 // Stop ends the thread and waits for it; queued packets are dropped.
 // After Stop returns the link no longer touches either descriptor.

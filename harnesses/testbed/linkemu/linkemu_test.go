@@ -226,6 +226,54 @@ func TestLossAndQueue(t *testing.T) {
 	})
 }
 
+// TestSeededLoss: the lossy scenario's draw (1 %, seeded) drops that
+// fraction of datagrams, and the same seed drops the same ones.
+func TestSeededLoss(t *testing.T) {
+	const n = 10000
+	tests := []struct {
+		loss   float64
+		seed   uint64
+		lo, hi int // drops of n: about 5 standard deviations either side
+	}{
+		{0.01, 0x6d6967, 50, 150},
+		{0.01, 12345, 50, 150},
+		{0.05, 0x6d6967, 390, 610},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%g/%d", tc.loss, tc.seed), func(t *testing.T) {
+			var lost [2][]int
+			for k := range lost {
+				h := newHarness(t, Spec{Loss: tc.loss, Seed: tc.seed})
+				for i := 0; i < n; i++ {
+					h.send(t, i, 64)
+				}
+				seqs, _, _ := h.collect(n-tc.hi, 3*time.Second)
+				time.Sleep(20 * time.Millisecond)
+				seqs2, _, _ := h.collect(n, 50*time.Millisecond)
+				seqs = append(seqs, seqs2...)
+				got := map[int]bool{}
+				for _, s := range seqs {
+					got[s] = true
+				}
+				for i := 0; i < n; i++ {
+					if !got[i] {
+						lost[k] = append(lost[k], i)
+					}
+				}
+				if c := h.link.Counters(); int(c.LossDrops) != len(lost[k]) {
+					t.Fatalf("run %d: %d missing, %d counted as loss drops", k, len(lost[k]), c.LossDrops)
+				}
+			}
+			if d := len(lost[0]); d < tc.lo || d > tc.hi {
+				t.Errorf("%d of %d dropped at loss %g, want %d..%d", d, n, tc.loss, tc.lo, tc.hi)
+			}
+			if !slices.Equal(lost[0], lost[1]) {
+				t.Errorf("seed %d dropped different datagrams in two runs: %d vs %d, first %v vs %v", tc.seed, len(lost[0]), len(lost[1]), lost[0][:min(5, len(lost[0]))], lost[1][:min(5, len(lost[1]))])
+			}
+		})
+	}
+}
+
 func TestSetSpecLive(t *testing.T) {
 	h := newHarness(t, Spec{Delay: 30 * time.Millisecond})
 	h.send(t, 0, 100)

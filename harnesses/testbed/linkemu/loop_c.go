@@ -492,6 +492,6 @@ func (l *Link) run() {
 	// with this goroutine rather than return to Go's pool.
 	runtime.LockOSThread()
 	prioritise()
-	C.le_run(l.sh, C.int(l.inFD), C.int(l.outFD), C.int(l.stopFD), C.uint64_t(time.Now().UnixNano())^C.uint64_t(l.outFD)<<32)
+	C.le_run(l.sh, C.int(l.inFD), C.int(l.outFD), C.int(l.stopFD), C.uint64_t(l.spec.Load().seed(l.outFD)))
 	unix.Close(l.stopFD)
 }

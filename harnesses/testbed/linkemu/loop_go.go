@@ -214,7 +214,7 @@ func (l *Link) run() {
 
 	var (
 		b       = bucket{spec: l.spec.Load(), tokens: float64(l.spec.Load().Burst), lastRefill: Now()}
-		rng     = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(l.outFD)))
+		rng     = rand.New(rand.NewPCG(l.spec.Load().seed(l.outFD), 0))
 		q       = make([]packet, maxQueued) // ring
 		head, n int
 		free    []*[maxPacket]byte
