@@ -36,8 +36,9 @@
 //	    Loss  float64       // random loss per packet and direction, 0..1
 //	    Burst int           // token-bucket depth in bytes; 0 = DefaultBurst (3200)
 //	    Queue int           // drop-tail queue per direction in bytes; 0 = DefaultQueue(rate, rtt)
+//	    LossSeed uint64     // seed of the loss draw (up: seed, down: seed+1); 0 = from the clock
 //	}
-//	func ParsePath(s string) (PathSpec, error)  // "20mbit,20ms[,0.5%][,burst=3200][,queue=150000]"
+//	func ParsePath(s string) (PathSpec, error)  // "20mbit,20ms[,0.5%][,seed=7][,burst=3200][,queue=150000]"
 //	func (PathSpec) String() string             // the same syntax, round-trips through ParsePath
 //
 //	type Config struct {
