@@ -78,6 +78,13 @@ func noEvidenceRow(name string, liveAnswers bool) func(t *testing.T, doc map[str
 		row["upstream"] = "https://github.com/example/" + name
 		row["commit"] = strings.Repeat("ab", 20)
 		delete(row, "reachability")
+		// The copied row's own live runs are not the planted row's: a row
+		// with nothing behind it carries no repetitions.
+		for k := range row {
+			if strings.HasPrefix(k, "live") {
+				delete(row, k)
+			}
+		}
 		row["constants"] = []any{}
 		for _, a := range row["answers"].([]any) {
 			am := a.(map[string]any)
