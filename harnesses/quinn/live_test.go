@@ -1,8 +1,6 @@
 package quinn_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,7 +9,7 @@ import (
 
 	"github.com/migaudit/migaudit/harnesses/quinn"
 	"github.com/migaudit/migaudit/harnesses/run"
-	"github.com/migaudit/migaudit/harnesses/run/tbnet"
+	"github.com/migaudit/migaudit/harnesses/run/runtest"
 	"github.com/migaudit/migaudit/harnesses/upstream"
 )
 
@@ -40,29 +38,7 @@ func TestLiveStandard(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	out := filepath.Join(t.TempDir(), "run")
-	var stdout, stderr bytes.Buffer
-	sum, err := run.Run(ctx, run.Options{Harness: h, Reps: 1, Scenario: run.Standard, Out: out,
-		SkipCalibration: true, Transfer: 8 * time.Second, MigrateAt: 3 * time.Second,
-		NewNet: tbnet.Factory(nil)}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
-	t.Log("\n" + stdout.String())
-	r := sum.Reps[0]
-	if r.Status != run.Valid || !r.Completed {
-		t.Fatalf("rep %s (completed %v): %v %s", r.Status, r.Completed, r.Verification.Problems, r.Error)
-	}
-	var m run.Manifest
-	b, err := os.ReadFile(filepath.Join(r.Dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	r, m := runtest.Standard(t, h, 8*time.Second, 3*time.Second, 20*time.Minute)
 	if c := m.Result.Settings[run.LiveCommitSetting]; c != "7d1b280f550ac3a494fe3c2d92a539cec6d0b3b8" {
 		t.Errorf("live commit %q, want tag 0.9.3's (settings %v)", c, m.Result.Settings)
 	}
@@ -73,7 +49,7 @@ func TestLiveStandard(t *testing.T) {
 			Value float64 `json:"value"`
 		} `json:"constants"`
 	}
-	b, err = os.ReadFile(filepath.Join(r.Dir, "analysis.json"))
+	b, err := os.ReadFile(filepath.Join(r.Dir, "analysis.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
