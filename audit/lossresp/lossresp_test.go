@@ -127,19 +127,9 @@ func TestExtract(t *testing.T) {
 		extractCase{name: "xquic divisor undefined", spec: xquic, files: map[string]string{"src/congestion_control/xqc_cubic.c": strings.Replace(xquicBody, "#define XQC_CUBIC_BETA_SCALE        1024\n", "", 1)}, err: "divisor XQC_CUBIC_BETA_SCALE"})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			snap, err := gitsrc.CommitFiles(t.TempDir(), tc.files)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := Extract(tc.spec, snap)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one containing %q", err, tc.err)
-				}
+			r, snap, ok := extractCommitted(t, tc.spec, tc.files, tc.err)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if r.FactorNum != tc.num || r.FactorDen != tc.den || r.Source.Line != tc.line || r.Commit != snap.Commit() {
 				t.Errorf("got %d/%d at line %d (commit %s), want %d/%d at line %d", r.FactorNum, r.FactorDen, r.Source.Line, r.Commit, tc.num, tc.den, tc.line)
@@ -189,19 +179,9 @@ func TestExtractBBR(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			snap, err := gitsrc.CommitFiles(t.TempDir(), map[string]string{"lib/ngtcp2_bbr.c": tc.body})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := Extract(bbr, snap)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one containing %q", err, tc.err)
-				}
+			r, snap, ok := extractCommitted(t, bbr, map[string]string{"lib/ngtcp2_bbr.c": tc.body}, tc.err)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if r.FactorNum != tc.num || r.FactorDen != tc.den || r.Source.Line != tc.line || r.BoundSource == nil || r.BoundSource.Line != tc.bound {
 				t.Errorf("got %d/%d at line %d, bound %+v; want %d/%d at %d, bound at %d", r.FactorNum, r.FactorDen, r.Source.Line, r.BoundSource, tc.num, tc.den, tc.line, tc.bound)
@@ -222,4 +202,26 @@ func TestExtractBBR(t *testing.T) {
 			}
 		})
 	}
+}
+
+// extractCommitted commits files into a fresh repository and extracts spec
+// there. With wantErr set, the extraction must fail with an error containing
+// it, and ok is false; otherwise it must succeed.
+func extractCommitted(t *testing.T, spec Spec, files map[string]string, wantErr string) (r data.LossResponse, snap *gitsrc.Snapshot, ok bool) {
+	t.Helper()
+	snap, err := gitsrc.CommitFiles(t.TempDir(), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = Extract(spec, snap)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one containing %q", err, wantErr)
+		}
+		return r, snap, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, snap, true
 }
